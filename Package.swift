@@ -1,0 +1,69 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// outletd: smart-outlet telemetry from MQTT into PostgreSQL.
+///
+/// The targets mirror the architecture (see README.md, "Architecture"):
+/// C libraries → thin Swift faces (`MQTT`, `Postgres`) → pure domain (`Telemetry`)
+/// → the daemon (`Ingest`) → the executable (`outletd`).
+let package = Package(
+    name: "outletd",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "outletd", targets: ["outletd"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+    ],
+    targets: [
+        // C libraries, reached through system library targets.
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+
+        // Swift faces of the C libraries.
+        .target(name: "MQTT", dependencies: ["CMosquitto"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+
+        // The domain: pure, I/O-free.
+        .target(name: "Telemetry"),
+
+        // The daemon.
+        .target(
+            name: "Ingest",
+            dependencies: [
+                "MQTT", "Postgres", "Telemetry",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        .executableTarget(
+            name: "outletd",
+            dependencies: [
+                "Ingest", "MQTT", "Postgres", "Telemetry",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+
+        // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"]),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "TestSupport"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "MQTT", "Postgres", "Telemetry", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,4 @@
+#ifndef OUTLETD_CLIBPQ_SHIM_H
+#define OUTLETD_CLIBPQ_SHIM_H
+#include <libpq-fe.h>
+#endif
