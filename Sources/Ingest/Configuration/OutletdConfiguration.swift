@@ -1,0 +1,115 @@
+import Telemetry
+
+/// Everything an outletd process can be told, with its defaults.
+///
+/// Loaded by ``ConfigurationLoader`` from `config/outletd.yaml` (every key documented there) and
+/// then from `OUTLETD_*` environment variables, which override any key. The table of keys in
+/// ``ConfigurationKey/all`` is the single source of truth: names, types, ranges and docs.
+public struct OutletdConfiguration: Sendable, Equatable {
+    /// Names this instance: its MQTT client id (so the broker keeps its session) and its logs.
+    public var instanceID = "outletd"
+    public var database = Database()
+    public var mqtt = MQTTSettings()
+    public var ingest = IngestSettings()
+    public var validation = ValidationSettings()
+    public var rejections = RejectionSettings()
+    public var registry = RegistrySettings()
+    public var logging = LoggingSettings()
+
+    public init() {}
+
+    /// PostgreSQL.
+    public struct Database: Sendable, Equatable {
+        /// A libpq connection string (`host=… dbname=…`) or URI (`postgresql://user:pass@host/db`).
+        public var url = "postgresql://outletd@127.0.0.1:5432/outletd"
+        /// Apply pending migrations when `outletd run` starts.
+        public var migrateOnStart = true
+        /// Upper bound of the reconnect backoff, seconds.
+        public var reconnectDelayMaxSeconds = 30.0
+    }
+
+    /// The MQTT broker.
+    public struct MQTTSettings: Sendable, Equatable {
+        /// `mqtt://[user[:password]@]host[:port]`.
+        public var url = "mqtt://127.0.0.1:1883"
+        /// First topic levels of the native protocol: `<prefix>/<code>/telemetry`.
+        public var topicPrefix = "outlets"
+        /// How long the broker keeps this instance's session (and queues its messages) while it
+        /// is away, seconds.
+        public var sessionExpirySeconds = 86_400
+        public var keepAliveSeconds = 30
+        public var reconnectDelayMinSeconds = 1
+        public var reconnectDelayMaxSeconds = 30
+        /// QoS 1 messages the broker may have in flight to this instance.
+        public var receiveMaximum = 1_000
+    }
+
+    /// The path from broker to database.
+    public struct IngestSettings: Sendable, Equatable {
+        /// A batch is written when it holds this many rows (readings plus rejections)…
+        public var batchMaxRows = 5_000
+        /// …or when its oldest row has waited this long, milliseconds.
+        public var batchMaxDelayMilliseconds = 100
+        /// Messages received but not yet written; when full, intake waits (the broker queues).
+        public var queueMaxMessages = 100_000
+        /// The same bound in payload bytes.
+        public var queueMaxBytes = 64 * 1024 * 1024
+        /// On SIGTERM, how long to keep trying to write what was received before giving up.
+        public var shutdownFlushTimeoutSeconds = 60.0
+    }
+
+    /// Bounds a reading must keep (see ``Telemetry/ValidationLimits``).
+    public struct ValidationSettings: Sendable, Equatable {
+        public var voltageMinVolts = 0.0
+        public var voltageMaxVolts = 500.0
+        public var currentMinAmperes = 0.0
+        public var currentMaxAmperes = 100.0
+        public var powerMinWatts = 0.0
+        public var powerMaxWatts = 50_000.0
+        public var maxPayloadBytes = 65_536
+        public var maxReadingsPerMessage = 1_000
+        /// A device timestamp further than this from the receive time is not trusted, seconds.
+        public var maxClockSkewSeconds = 300.0
+        /// How old a reading buffered by an offline outlet (inside a JSON array) may be, seconds.
+        public var maxBackfillSeconds = 86_400.0
+
+        /// The same bounds as the decoders take them.
+        public var limits: ValidationLimits {
+            var limits = ValidationLimits()
+            limits.voltageVolts = voltageMinVolts...voltageMaxVolts
+            limits.currentAmperes = currentMinAmperes...currentMaxAmperes
+            limits.powerWatts = powerMinWatts...powerMaxWatts
+            limits.maxPayloadBytes = maxPayloadBytes
+            limits.maxReadingsPerMessage = maxReadingsPerMessage
+            limits.maxClockSkew = maxClockSkewSeconds
+            limits.maxBackfill = maxBackfillSeconds
+            return limits
+        }
+    }
+
+    /// What is kept of refused messages.
+    public struct RejectionSettings: Sendable, Equatable {
+        /// Rows kept in `rejected_messages` (the newest).
+        public var keepMessages = 10_000
+        /// At most this many rejected messages of one batch are stored (all are counted).
+        public var maxStoredPerBatch = 500
+        /// Rows kept in `pending_devices`.
+        public var pendingDevicesMax = 10_000
+        /// Bytes of the payload kept with a rejected message.
+        public var payloadExcerptBytes = 512
+        /// At most one log line per rejection reason this often, seconds (the rest are counted).
+        public var logIntervalSeconds = 10.0
+    }
+
+    /// The in-memory device registry.
+    public struct RegistrySettings: Sendable, Equatable {
+        /// Besides LISTEN/NOTIFY, reload the whole registry this often, seconds.
+        public var refreshIntervalSeconds = 300.0
+    }
+
+    /// Logs (standard error).
+    public struct LoggingSettings: Sendable, Equatable {
+        /// trace, debug, info, notice, warning, error or critical.
+        public var level = "info"
+    }
+}

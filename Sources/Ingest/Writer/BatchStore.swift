@@ -1,0 +1,219 @@
+import Foundation
+import Postgres
+import Telemetry
+
+/// The SQL of the write path: one transaction per ``Batch``.
+///
+/// Samples are COPYed into a session-local staging table and moved with
+/// `INSERT … ON CONFLICT DO NOTHING RETURNING`, and the running totals are updated from the rows
+/// that statement really inserted — so replaying or repeating a message never counts twice.
+/// Rejections are counted by reason, a bounded sample of them stored, unknown codes upserted into
+/// `pending_devices` (bounded too).
+public struct BatchStore: Sendable {
+    /// What a committed batch did.
+    public struct Outcome: Sendable, Equatable {
+        public var inserted: Int
+        public var duplicates: Int
+    }
+
+    public var keepRejectedMessages: Int
+    public var pendingDevicesMax: Int
+
+    public init(keepRejectedMessages: Int, pendingDevicesMax: Int) {
+        self.keepRejectedMessages = keepRejectedMessages
+        self.pendingDevicesMax = pendingDevicesMax
+    }
+
+    /// Creates what a fresh connection needs: staging tables and prepared statements. Run after
+    /// every (re)connect.
+    public func prepareSession(_ connection: PostgresConnection) throws {
+        try connection.execute(
+            """
+            CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_samples (
+                device_id        integer NOT NULL,
+                measured_us      bigint NOT NULL,
+                received_us      bigint NOT NULL,
+                device_us        bigint,
+                voltage_volts    double precision,
+                current_amperes  double precision,
+                power_watts      double precision NOT NULL,
+                power_factor     double precision,
+                energy_wh        double precision,
+                seq              bigint
+            ) ON COMMIT DELETE ROWS
+            """)
+        try connection.prepare(name: Statement.moveSamples, sql: Self.moveSamplesSQL)
+    }
+
+    enum Statement {
+        static let moveSamples = "outletd_move_samples"
+    }
+
+    /// Writes the batch in one transaction. Throws without committing anything on error.
+    public func write(_ batch: Batch, to connection: PostgresConnection) throws -> Outcome {
+        try connection.transaction {
+            var inserted = 0
+            if !batch.samples.isEmpty {
+                try connection.copyIn(
+                    """
+                    COPY outletd_staging_samples (device_id, measured_us, received_us, device_us, voltage_volts,
+                        current_amperes, power_watts, power_factor, energy_wh, seq) FROM STDIN
+                    """, data: Self.encodeSamples(batch.samples))
+                let moved = try connection.executePrepared(name: Statement.moveSamples)
+                inserted = try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
+            }
+            if !batch.rejectionCounts.isEmpty {
+                try writeRejections(batch, connection)
+            }
+            if !batch.pending.isEmpty && pendingDevicesMax > 0 {
+                try writePending(batch, connection)
+            }
+            return Outcome(inserted: inserted, duplicates: batch.samples.count - inserted)
+        }
+    }
+
+    /// 0001-01-01 to 9999-12-31 in microseconds since the Unix epoch.
+    static let storableMicroseconds: ClosedRange<Int64> = -62_135_596_800_000_000...253_402_300_799_000_000
+
+    static func encodeSamples(_ samples: [DeviceSample]) -> [UInt8] {
+        var encoder = CopyTextEncoder(reservingCapacity: samples.count * 120)
+        for sample in samples {
+            let reading = sample.reading
+            encoder.int(sample.deviceID)
+            encoder.microseconds(reading.measuredAt)
+            encoder.microseconds(reading.receivedAt)
+            // A device clock may claim any year; PostgreSQL stores years 1–9999 here (else NULL).
+            encoder.int(reading.deviceTime.map(CopyTextEncoder.microseconds).flatMap {
+                Self.storableMicroseconds.contains($0) ? $0 : nil
+            })
+            encoder.double(reading.voltageVolts)
+            encoder.double(reading.currentAmperes)
+            encoder.double(reading.powerWatts)
+            encoder.double(reading.powerFactor)
+            encoder.double(reading.energyWattHours)
+            encoder.int(reading.sequence)
+            encoder.endRow()
+        }
+        return encoder.bytes
+    }
+
+    /// Moves staged samples into `samples`, skipping ones already there, and adds the rows it
+    /// really inserted to `device_power_totals`. Returns the number inserted.
+    static let moveSamplesSQL = """
+        WITH inserted AS (
+            INSERT INTO samples (device_id, measured_at, received_at, device_time, voltage_volts, current_amperes,
+                                 power_watts, power_factor, energy_wh, seq)
+            SELECT device_id,
+                   timestamptz 'epoch' + measured_us * interval '1 microsecond',
+                   timestamptz 'epoch' + received_us * interval '1 microsecond',
+                   timestamptz 'epoch' + device_us * interval '1 microsecond',
+                   voltage_volts, current_amperes, power_watts, power_factor, energy_wh, seq
+            FROM outletd_staging_samples
+            ORDER BY device_id, measured_us
+            ON CONFLICT (device_id, measured_at) DO NOTHING
+            RETURNING device_id, measured_at, power_watts
+        ), per_device AS (
+            SELECT device_id,
+                   count(*) AS sample_count,
+                   sum(power_watts) AS power_sum_watts,
+                   max(power_watts) AS peak_power_watts,
+                   (array_agg(measured_at ORDER BY power_watts DESC, measured_at))[1] AS peak_at,
+                   min(measured_at) AS first_measured_at,
+                   max(measured_at) AS last_measured_at
+            FROM inserted
+            GROUP BY device_id
+        ), totals AS (
+            INSERT INTO device_power_totals AS t (device_id, sample_count, power_sum_watts, peak_power_watts, peak_at,
+                                                  first_measured_at, last_measured_at)
+            SELECT device_id, sample_count, power_sum_watts, peak_power_watts, peak_at, first_measured_at,
+                   last_measured_at
+            FROM per_device
+            ORDER BY device_id
+            ON CONFLICT (device_id) DO UPDATE SET
+                sample_count = t.sample_count + excluded.sample_count,
+                power_sum_watts = t.power_sum_watts + excluded.power_sum_watts,
+                peak_power_watts = GREATEST(t.peak_power_watts, excluded.peak_power_watts),
+                peak_at = CASE
+                    WHEN excluded.peak_power_watts > t.peak_power_watts
+                      OR (excluded.peak_power_watts = t.peak_power_watts AND excluded.peak_at < t.peak_at)
+                    THEN excluded.peak_at ELSE t.peak_at END,
+                first_measured_at = LEAST(t.first_measured_at, excluded.first_measured_at),
+                last_measured_at = GREATEST(t.last_measured_at, excluded.last_measured_at)
+        )
+        SELECT count(*) FROM inserted
+        """
+
+    private func writeRejections(_ batch: Batch, _ connection: PostgresConnection) throws {
+        let reasons = batch.rejectionCounts.keys.sorted { $0.rawValue < $1.rawValue }
+        let lastAt = batch.storedRejections.map(\.receivedAt).max() ?? Date()
+        try connection.execute(
+            """
+            INSERT INTO rejection_counts AS r (reason, count, last_at)
+            SELECT reason, count, $3 FROM unnest($1::text[], $2::bigint[]) AS c(reason, count)
+            ON CONFLICT (reason) DO UPDATE SET count = r.count + excluded.count,
+                                               last_at = GREATEST(r.last_at, excluded.last_at)
+            """,
+            [reasons.map(\.rawValue), reasons.map { Int64(batch.rejectionCounts[$0] ?? 0) }, lastAt])
+        guard !batch.storedRejections.isEmpty && keepRejectedMessages > 0 else { return }
+        let rejections = batch.storedRejections
+        try connection.execute(
+            """
+            INSERT INTO rejected_messages (received_at, topic, device_code, reason, detail, reading_index,
+                                           payload_excerpt)
+            SELECT timestamptz 'epoch' + received_us * interval '1 microsecond', topic, NULLIF(device_code, ''),
+                   reason, detail, NULLIF(reading_index, -1), payload_excerpt
+            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::text[])
+                 AS r(received_us, topic, device_code, reason, detail, reading_index, payload_excerpt)
+            """,
+            [
+                rejections.map { CopyTextEncoder.microseconds($0.receivedAt) },
+                rejections.map(\.topic),
+                rejections.map { $0.deviceCode ?? "" },
+                rejections.map(\.reason.rawValue),
+                rejections.map(\.detail),
+                rejections.map { Int32($0.index ?? -1) },
+                batch.storedExcerpts,
+            ])
+        // Keep the newest `keepRejectedMessages` rows: the table stays bounded under any flood.
+        try connection.execute(
+            "DELETE FROM rejected_messages WHERE id <= (SELECT max(id) FROM rejected_messages) - $1",
+            [Int64(keepRejectedMessages)])
+    }
+
+    private func writePending(_ batch: Batch, _ connection: PostgresConnection) throws {
+        let codes = batch.pending.keys.sorted()
+        let sightings = codes.compactMap { batch.pending[$0] }
+        try connection.execute(
+            """
+            WITH incoming AS (
+                SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[])
+                       AS i(code, messages, first_us, last_us, topic)
+            ), updated AS (
+                UPDATE pending_devices p
+                SET message_count = p.message_count + i.messages,
+                    last_seen_at = GREATEST(p.last_seen_at, timestamptz 'epoch' + i.last_us * interval '1 microsecond'),
+                    last_topic = i.topic
+                FROM incoming i
+                WHERE p.code = i.code
+                RETURNING p.code
+            )
+            INSERT INTO pending_devices AS p (code, first_seen_at, last_seen_at, message_count, last_topic)
+            SELECT code, timestamptz 'epoch' + first_us * interval '1 microsecond',
+                   timestamptz 'epoch' + last_us * interval '1 microsecond', messages, topic
+            FROM incoming
+            WHERE code NOT IN (SELECT code FROM updated)
+            ORDER BY code
+            LIMIT GREATEST(0, $6 - (SELECT count(*) FROM pending_devices))
+            ON CONFLICT (code) DO UPDATE SET message_count = p.message_count + excluded.message_count,
+                                             last_seen_at = GREATEST(p.last_seen_at, excluded.last_seen_at)
+            """,
+            [
+                codes,
+                sightings.map { Int64($0.messages) },
+                sightings.map { CopyTextEncoder.microseconds($0.firstSeenAt) },
+                sightings.map { CopyTextEncoder.microseconds($0.lastSeenAt) },
+                sightings.map(\.lastTopic),
+                Int64(pendingDevicesMax),
+            ])
+    }
+}

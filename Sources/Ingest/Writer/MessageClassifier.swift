@@ -1,0 +1,77 @@
+import Foundation
+import Telemetry
+
+/// A reading or message outletd refused, with what an operator needs to see why.
+public struct RejectedReading: Sendable, Equatable {
+    public var receivedAt: Date
+    public var topic: String
+    /// The topic's code segment (possibly invalid), when the topic had one.
+    public var deviceCode: String?
+    public var reason: RejectionReason
+    public var detail: String
+    /// Position in a JSON array, nil for the whole message.
+    public var index: Int?
+}
+
+/// A sample ready to store: the reading and the registry id of its outlet.
+public struct DeviceSample: Sendable, Equatable {
+    public var deviceID: Int32
+    public var reading: Reading
+}
+
+/// What one message turned into.
+public struct ClassifiedMessage: Sendable, Equatable {
+    public var samples: [DeviceSample] = []
+    public var rejections: [RejectedReading] = []
+    /// A well-formed but unregistered code, to upsert into `pending_devices`.
+    public var unknownCode: String?
+}
+
+/// Turns a raw message into samples and rejections: topic → device code → registry → decoder.
+/// Pure apart from the registry lookup it is given, so it is tested with tables.
+public struct MessageClassifier: Sendable {
+    public var topicPrefix: String
+    public var limits: ValidationLimits
+
+    public init(topicPrefix: String, limits: ValidationLimits) {
+        self.topicPrefix = topicPrefix
+        self.limits = limits
+    }
+
+    public func classify(
+        _ message: RawMessage, lookup: (String) -> RegisteredDevice?
+    ) -> ClassifiedMessage {
+        var result = ClassifiedMessage()
+        func reject(_ reason: RejectionReason, _ detail: String, code: String?, index: Int? = nil) {
+            result.rejections.append(
+                RejectedReading(
+                    receivedAt: message.receivedAt, topic: message.topic, deviceCode: code, reason: reason,
+                    detail: detail, index: index))
+        }
+        guard let match = NativeProtocol.parseTopic(message.topic, prefix: topicPrefix), match.kind == .telemetry
+        else {
+            reject(.invalidTopic, "not a telemetry topic under \(topicPrefix)/", code: nil)
+            return result
+        }
+        let code = match.deviceCode
+        guard let deviceCode = DeviceCode(code) else {
+            reject(.invalidDeviceCode, "device code must be 1–64 of A-Z a-z 0-9 _ -", code: code)
+            return result
+        }
+        guard let device = lookup(deviceCode.rawValue) else {
+            reject(.unknownDevice, "device \(code) is not registered", code: code)
+            result.unknownCode = code
+            return result
+        }
+        guard device.enabled else {
+            reject(.disabledDevice, "device \(code) is disabled", code: code)
+            return result
+        }
+        let decoded = NativeProtocol.decodeTelemetry(message.payload, receivedAt: message.receivedAt, limits: limits)
+        result.samples = decoded.readings.map { DeviceSample(deviceID: device.id, reading: $0) }
+        for rejection in decoded.rejections {
+            reject(rejection.reason, rejection.detail, code: code, index: rejection.index)
+        }
+        return result
+    }
+}
