@@ -1,0 +1,160 @@
+import ArgumentParser
+import Foundation
+import Ingest
+
+/// `outletd device …`: the registry of outlets.
+struct DeviceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "device", abstract: "Register, list, enable, disable and remove outlets.",
+        subcommands: [Add.self, List.self, Show.self, Enable.self, Disable.self, Remove.self, Pending.self, Approve.self])
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Register an outlet by its code.")
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "The code printed on the outlet (1–64 of A-Z a-z 0-9 _ -).") var code: String
+        @Option(help: "A name people recognise (\"Kitchen fridge\").") var name: String = ""
+        @Option(help: "Free text.") var description: String = ""
+        @Option(help: "Who owns it.") var owner: String?
+        @Flag(help: "Register it disabled (its readings are rejected until enabled).") var disabled = false
+
+        func run() throws {
+            let configuration = try options.loadConfiguration()
+            let connection = try options.connect(configuration)
+            defer { connection.close() }
+            let record = try reportingErrors {
+                try DeviceStore(connection: connection).add(
+                    .init(code: code, name: name, description: description, owner: owner, enabled: !disabled))
+            }
+            print("registered \(record.code)\(record.enabled ? "" : " (disabled)")")
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List registered outlets.")
+        @OptionGroup var options: GlobalOptions
+
+        func run() throws {
+            let configuration = try options.loadConfiguration()
+            let connection = try options.connect(configuration)
+            defer { connection.close() }
+            let devices = try reportingErrors { try DeviceStore(connection: connection).list() }
+            let rows = devices.map { [$0.code, $0.name, $0.enabled ? "enabled" : "disabled", $0.owner ?? "", $0.protocolName] }
+            print(TextTable.render(header: ["CODE", "NAME", "STATE", "OWNER", "PROTOCOL"], rows: rows))
+            print("\(devices.count) outlet\(devices.count == 1 ? "" : "s")")
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one outlet.")
+        @OptionGroup var options: GlobalOptions
+        @Argument var code: String
+
+        func run() throws {
+            let configuration = try options.loadConfiguration()
+            let connection = try options.connect(configuration)
+            defer { connection.close() }
+            try reportingErrors {
+                guard let device = try DeviceStore(connection: connection).find(code) else {
+                    throw DeviceStoreError(message: "no device \(code) is registered")
+                }
+                print("code:         \(device.code)")
+                print("name:         \(device.name)")
+                print("description:  \(device.description)")
+                print("owner:        \(device.owner ?? "")")
+                print("protocol:     \(device.protocolName)")
+                print("enabled:      \(device.enabled)")
+                print("registered:   \(device.createdAt.map(Format.timestamp) ?? "")")
+                if let summary = try PowerSummaryQuery(connection: connection).summary(code: code) {
+                    print("samples:      \(summary.sampleCount)")
+                    print("last reading: \(summary.lastReadingAt.map(Format.timestamp) ?? "never")")
+                }
+            }
+        }
+    }
+
+    struct Enable: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Accept an outlet's readings again.")
+        @OptionGroup var options: GlobalOptions
+        @Argument var code: String
+
+        func run() throws {
+            let configuration = try options.loadConfiguration()
+            let connection = try options.connect(configuration)
+            defer { connection.close() }
+            try reportingErrors { try DeviceStore(connection: connection).setEnabled(code, true) }
+            print("enabled \(code)")
+        }
+    }
+
+    struct Disable: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Reject an outlet's readings (kept as rejected).")
+        @OptionGroup var options: GlobalOptions
+        @Argument var code: String
+
+        func run() throws {
+            let configuration = try options.loadConfiguration()
+            let connection = try options.connect(configuration)
+            defer { connection.close() }
+            try reportingErrors { try DeviceStore(connection: connection).setEnabled(code, false) }
+            print("disabled \(code)")
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove an outlet and all its samples.")
+        @OptionGroup var options: GlobalOptions
+        @Argument var code: String
+        @Flag(help: "Confirm that the outlet's samples are deleted too.") var yes = false
+
+        func run() throws {
+            guard yes else {
+                printError("this deletes \(code) and all its samples; run again with --yes to confirm")
+                throw ExitCode.failure
+            }
+            let configuration = try options.loadConfiguration()
+            let connection = try options.connect(configuration)
+            defer { connection.close() }
+            let samples = try reportingErrors { try DeviceStore(connection: connection).remove(code) }
+            print("removed \(code) and \(samples) sample\(samples == 1 ? "" : "s")")
+        }
+    }
+
+    struct Pending: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List codes that sent data without being registered.")
+        @OptionGroup var options: GlobalOptions
+
+        func run() throws {
+            let configuration = try options.loadConfiguration()
+            let connection = try options.connect(configuration)
+            defer { connection.close() }
+            let pending = try reportingErrors { try DeviceStore(connection: connection).pending() }
+            let rows = pending.map {
+                [
+                    $0.code, String($0.messageCount), $0.firstSeenAt.map(Format.timestamp) ?? "",
+                    $0.lastSeenAt.map(Format.timestamp) ?? "", $0.lastTopic,
+                ]
+            }
+            print(TextTable.render(header: ["CODE", "MESSAGES", "FIRST SEEN", "LAST SEEN", "LAST TOPIC"], rows: rows))
+            print("\(pending.count) pending; register one with `outletd device approve CODE`")
+        }
+    }
+
+    struct Approve: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Register a pending code in one step.")
+        @OptionGroup var options: GlobalOptions
+        @Argument var code: String
+        @Option(help: "A name people recognise.") var name: String?
+        @Option(help: "Who owns it.") var owner: String?
+
+        func run() throws {
+            let configuration = try options.loadConfiguration()
+            let connection = try options.connect(configuration)
+            defer { connection.close() }
+            let record = try reportingErrors {
+                try DeviceStore(connection: connection).approve(code, name: name, owner: owner)
+            }
+            print("registered \(record.code)")
+        }
+    }
+}

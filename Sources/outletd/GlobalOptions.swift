@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import Ingest
+import Logging
+import Postgres
+
+/// Options every subcommand takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: "Configuration file (YAML). Default: $OUTLETD_CONFIG, else /etc/outletd/outletd.yaml.")
+    var config: String?
+
+    /// The configuration file to read, if any.
+    var configurationFile: String? {
+        if let config { return config }
+        if let fromEnvironment = ProcessInfo.processInfo.environment["OUTLETD_CONFIG"], !fromEnvironment.isEmpty {
+            return fromEnvironment
+        }
+        let system = "/etc/outletd/outletd.yaml"
+        return FileManager.default.fileExists(atPath: system) ? system : nil
+    }
+
+    /// Loads the configuration or exits with every problem listed.
+    func loadConfiguration() throws -> OutletdConfiguration {
+        do {
+            return try ConfigurationLoader().load(
+                file: configurationFile, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            printError(error.description)
+            throw ExitCode(78)  // EX_CONFIG
+        }
+    }
+
+    /// Loads the configuration and sets up logging at its level.
+    func bootstrap(label: String = "outletd") throws -> (OutletdConfiguration, Logger) {
+        let configuration = try loadConfiguration()
+        let level = Logger.Level(rawValue: configuration.logging.level) ?? .info
+        LoggingBootstrap.once(level: level)
+        var logger = Logger(label: label)
+        logger.logLevel = level
+        return (configuration, logger)
+    }
+
+    /// A database connection for a CLI command, with a clear message when it fails.
+    func connect(_ configuration: OutletdConfiguration) throws -> PostgresConnection {
+        do {
+            return try PostgresConnection(connectionString: configuration.database.url, applicationName: "outletd-cli")
+        } catch {
+            printError(
+                "cannot connect to PostgreSQL at \(redactConnectionString(configuration.database.url)): \(error.message)")
+            throw ExitCode(69)  // EX_UNAVAILABLE
+        }
+    }
+}
+
+/// swift-log allows one bootstrap per process.
+enum LoggingBootstrap {
+    private static let done: Void = {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .trace  // each Logger sets its own level
+            return handler
+        }
+    }()
+
+    static func once(level: Logger.Level) {
+        _ = done
+    }
+}
+
+/// Writes a line to standard error.
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
+
+/// Runs a CLI action, turning the project's errors into one readable line and exit code 1.
+func reportingErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as ExitCode {
+        throw error
+    } catch let error as DeviceStoreError {
+        printError("error: \(error.message)")
+        throw ExitCode.failure
+    } catch let error as PostgresError {
+        printError("error: \(error)")
+        throw ExitCode.failure
+    } catch {
+        printError("error: \(error)")
+        throw ExitCode.failure
+    }
+}

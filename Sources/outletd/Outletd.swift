@@ -1,0 +1,19 @@
+import ArgumentParser
+
+/// `outletd`: smart-outlet telemetry from MQTT into PostgreSQL.
+@main
+struct Outletd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "outletd",
+        abstract: "Ingest smart-outlet telemetry from MQTT into PostgreSQL.",
+        discussion: """
+            Configuration comes from --config (default $OUTLETD_CONFIG, else /etc/outletd/outletd.yaml when it \
+            exists), then OUTLETD_* environment variables, which override any key \
+            (e.g. OUTLETD_DATABASE_URL, OUTLETD_MQTT_URL).
+            """,
+        subcommands: [
+            RunCommand.self, MigrateCommand.self, DeviceCommand.self, StatsCommand.self, SimulateCommand.self,
+            CheckConfigCommand.self,
+        ]
+    )
+}

@@ -1,0 +1,41 @@
+import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
+import Ingest
+import Logging
+import ServiceLifecycle
+
+/// `outletd run`: the daemon.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run", abstract: "Run the daemon: MQTT → PostgreSQL, until SIGTERM or SIGINT.")
+
+    @OptionGroup var options: GlobalOptions
+
+    @Flag(name: .long, help: "Do not apply pending migrations at start (overrides database.migrate_on_start).")
+    var noMigrate = false
+
+    func run() async throws {
+        // A supervisor may start us with SIGTERM/SIGINT blocked; they must reach the shutdown handler.
+        var shutdownSignals = sigset_t()
+        sigemptyset(&shutdownSignals)
+        sigaddset(&shutdownSignals, SIGTERM)
+        sigaddset(&shutdownSignals, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &shutdownSignals, nil)
+        var (configuration, logger) = try options.bootstrap()
+        if noMigrate { configuration.database.migrateOnStart = false }
+        let service = IngestService(configuration: configuration, logger: logger)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: service)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            logger.error("outletd stopped with an error", metadata: ["error": "\(error)"])
+            throw ExitCode.failure
+        }
+    }
+}

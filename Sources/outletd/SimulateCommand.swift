@@ -1,0 +1,125 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Ingest
+import MQTT
+import Telemetry
+
+/// `outletd simulate`: a fleet of simulated outlets publishing realistic readings over MQTT.
+struct SimulateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulate",
+        abstract: "Publish realistic readings from simulated outlets (QoS 1), counting what the broker acknowledged.")
+
+    @OptionGroup var options: GlobalOptions
+    @Option(help: "Number of outlets.") var outlets: Int = 10
+    @Option(help: "Seconds between two readings of one outlet.") var interval: Double = 1
+    @Option(help: "Readings per outlet, then stop (0: until SIGINT/SIGTERM).") var count: Int = 0
+    @Option(help: "Outlet codes are this prefix plus a number.") var codePrefix: String = "sim-"
+    @Flag(help: "Register the outlets in the database first.") var register = false
+    @Option(help: "Percent of messages sent malformed or out of range, to see rejections.")
+    var invalidPercent: Double = 0
+    @Option(help: "MQTT client id (default outletd-sim-<pid>).") var clientID: String?
+
+    func validate() throws {
+        guard outlets > 0 else { throw ValidationError("--outlets must be positive") }
+        guard interval > 0 else { throw ValidationError("--interval must be positive") }
+        guard count >= 0 else { throw ValidationError("--count must not be negative") }
+        guard (0...100).contains(invalidPercent) else { throw ValidationError("--invalid-percent must be 0…100") }
+    }
+
+    func run() throws {
+        let (configuration, logger) = try options.bootstrap(label: "outletd-sim")
+        let width = max(4, String(outlets).count)
+        let codes = (1...outlets).map { codePrefix + String(repeating: "0", count: width - String($0).count) + String($0) }
+        for code in codes.prefix(1) where DeviceCode(code) == nil {
+            throw ValidationError("\(code) is not a valid device code; change --code-prefix")
+        }
+        if register {
+            let connection = try options.connect(configuration)
+            defer { connection.close() }
+            let added = try reportingErrors {
+                try Migrator().migrate(connection)
+                return try DeviceStore(connection: connection).addMany(codes: codes, namePrefix: "simulated ")
+            }
+            print("registered \(added) new outlet\(added == 1 ? "" : "s") (\(outlets - added) already were)")
+        }
+
+        var mqtt = try MQTTConfiguration(
+            url: configuration.mqtt.url, clientID: clientID ?? "outletd-sim-\(ProcessInfo.processInfo.processIdentifier)")
+        mqtt.cleanStart = true
+        mqtt.sessionExpiryInterval = 0
+        let client = try MQTTClient(configuration: mqtt) { _ in }
+        try client.start()
+        guard client.waitUntilConnectedBlocking(timeout: .seconds(15)) else {
+            printError("cannot connect to the broker at \(mqtt.redactedURL)")
+            throw ExitCode(69)
+        }
+        logger.info("simulating", metadata: ["outlets": "\(outlets)", "interval_s": "\(interval)", "broker": "\(mqtt.redactedURL)"])
+
+        let stop = StopFlag()
+        let signalSources = [SIGINT, SIGTERM].map { signalNumber in
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { stop.set() }
+            source.resume()
+            return source
+        }
+        defer { signalSources.forEach { $0.cancel() } }
+
+        var fleet = codes.enumerated().map { SimulatedOutlet(code: $1, index: $0) }
+        let prefix = configuration.mqtt.topicPrefix
+        var published: UInt64 = 0
+        var invalid: UInt64 = 0
+        var publishErrors: UInt64 = 0
+        var random = SplitMix64(seed: UInt64(ProcessInfo.processInfo.processIdentifier))
+        let started = Date()
+        var lastReport = started
+        var round = 0
+        rounds: while count == 0 || round < count {
+            let roundStart = started.addingTimeInterval(Double(round) * interval)
+            for index in fleet.indices {
+                if stop.isSet { break rounds }
+                // Spread the fleet's readings over the interval instead of bursting them.
+                let due = roundStart.addingTimeInterval(interval * Double(index) / Double(fleet.count))
+                let wait = due.timeIntervalSinceNow
+                if wait > 0.002 && stop.sleep(seconds: wait) { break rounds }
+                let now = Date()
+                let payload: [UInt8]
+                if invalidPercent > 0 && Double(random.next() % 10_000) < invalidPercent * 100 {
+                    payload = fleet[index].invalidPayload(at: now)
+                    invalid += 1
+                } else {
+                    payload = NativeProtocol.encodeTelemetry(fleet[index].nextReading(at: now))
+                }
+                do {
+                    try client.publish("\(prefix)/\(fleet[index].code)/telemetry", payload: payload, qos: 1)
+                    published += 1
+                } catch {
+                    publishErrors += 1
+                    if publishErrors == 1 || publishErrors % 1_000 == 0 {
+                        logger.warning("publish failed", metadata: ["error": "\(error)", "failures": "\(publishErrors)"])
+                    }
+                }
+            }
+            round += 1
+            if Date().timeIntervalSince(lastReport) >= 5 {
+                lastReport = Date()
+                print("published \(published), acknowledged \(client.acknowledgedCount)")
+            }
+        }
+
+        // Wait for the broker to acknowledge what was published.
+        let deadline = Date().addingTimeInterval(30)
+        while client.acknowledgedCount < published && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        let acknowledged = client.acknowledgedCount
+        client.stop()
+        let seconds = Date().timeIntervalSince(started)
+        print(
+            "published \(published), acknowledged \(acknowledged), invalid \(invalid), "
+                + "failed \(publishErrors) in \(String(format: "%.1f", seconds)) s")
+        if acknowledged < published { throw ExitCode.failure }
+    }
+}

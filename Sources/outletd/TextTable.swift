@@ -1,0 +1,33 @@
+import Foundation
+
+/// Plain column-aligned tables for the terminal.
+enum TextTable {
+    static func render(header: [String], rows: [[String]]) -> String {
+        let all = [header] + rows
+        var widths = Array(repeating: 0, count: header.count)
+        for row in all {
+            for (index, cell) in row.enumerated() where index < widths.count {
+                widths[index] = max(widths[index], cell.count)
+            }
+        }
+        return all.map { row in
+            row.enumerated().map { index, cell in
+                index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+}
+
+/// How the CLI writes values.
+enum Format {
+    static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: date)
+    }
+
+    static func watts(_ value: Double?) -> String {
+        guard let value else { return "-" }
+        return String(format: value >= 100 ? "%.0f W" : "%.1f W", value)
+    }
+}
