@@ -1,0 +1,105 @@
+import Foundation
+import Postgres
+import Telemetry
+import TestSupport
+import Testing
+
+@testable import Ingest
+
+/// The write path's SQL against a real PostgreSQL.
+@Suite struct BatchStoreTests {
+    let base = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func reading(_ offset: Double, power: Double) -> Reading {
+        Reading(
+            measuredAt: base.addingTimeInterval(offset), receivedAt: base.addingTimeInterval(offset),
+            deviceTime: nil, voltageVolts: 230, currentAmperes: power / 230, powerWatts: power,
+            powerFactor: nil, energyWattHours: nil, sequence: Int64(offset))
+    }
+
+    func setUp() throws -> (String, PostgresConnection, Int32) {
+        let url = try Harness.migratedDatabase()
+        let connection = try PostgresConnection(connectionString: url)
+        let device = try DeviceStore(connection: connection).add(.init(code: "plug-1"))
+        try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
+        return (url, connection, device.id)
+    }
+
+    @Test func replayedSamplesAreNeitherStoredNorCountedTwice() throws {
+        let (url, connection, id) = try setUp()
+        defer { connection.close() }
+        let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3)
+        var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
+        let message = RawMessage(topic: "t", payload: [], receivedAt: base)
+        batch.add(
+            ClassifiedMessage(samples: [100, 300, 200].enumerated().map {
+                DeviceSample(deviceID: id, reading: reading(Double($0), power: $1))
+            }), of: message)
+        let first = try store.write(batch, to: connection)
+        #expect(first == .init(inserted: 3, duplicates: 0))
+        // The same batch again (a replay), plus one new reading.
+        var replay = batch
+        replay.add(ClassifiedMessage(samples: [DeviceSample(deviceID: id, reading: reading(10, power: 50))]), of: message)
+        let second = try store.write(replay, to: connection)
+        #expect(second == .init(inserted: 1, duplicates: 3))
+        let summary = try PowerSummaryQuery(connection: connection).summary(code: "plug-1")
+        #expect(summary?.sampleCount == 4)
+        #expect(summary?.averagePowerWatts == 162.5)
+        #expect(summary?.peakPowerWatts == 300)
+        #expect(summary?.peakAt == base.addingTimeInterval(1))
+        #expect(summary?.lastReadingAt == base.addingTimeInterval(10))
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 4)
+    }
+
+    @Test func rejectedMessagesAndPendingDevicesStayBounded() throws {
+        let (url, connection, _) = try setUp()
+        defer { connection.close() }
+        let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3)
+        for round in 0..<4 {
+            var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
+            for n in 0..<4 {
+                let code = "ghost-\(round)-\(n)"
+                let message = RawMessage(topic: "outlets/\(code)/telemetry", payload: Array("{}".utf8), receivedAt: base)
+                batch.add(
+                    ClassifiedMessage(
+                        rejections: [
+                            RejectedReading(
+                                receivedAt: base, topic: message.topic, deviceCode: code, reason: .unknownDevice,
+                                detail: "not registered", index: nil)
+                        ], unknownCode: code), of: message)
+            }
+            _ = try store.write(batch, to: connection)
+        }
+        #expect(try Harness.count(url, "SELECT count(*) FROM rejected_messages") == 5)
+        #expect(try Harness.count(url, "SELECT count FROM rejection_counts WHERE reason = 'unknown_device'") == 16)
+        #expect(try Harness.count(url, "SELECT count(*) FROM pending_devices") == 3)
+        // The newest rejections are the ones kept.
+        #expect(
+            try Harness.scalar(url, "SELECT string_agg(device_code, ',' ORDER BY id) FROM rejected_messages")
+                == "ghost-2-3,ghost-3-0,ghost-3-1,ghost-3-2,ghost-3-3")
+    }
+
+    @Test func pendingDeviceCountsGrowAndRegisteringRemovesIt() throws {
+        let (url, connection, _) = try setUp()
+        defer { connection.close() }
+        let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3)
+        for _ in 0..<3 {
+            var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
+            let message = RawMessage(topic: "outlets/ghost/telemetry", payload: [], receivedAt: base)
+            batch.add(
+                ClassifiedMessage(
+                    rejections: [
+                        RejectedReading(
+                            receivedAt: base, topic: message.topic, deviceCode: "ghost", reason: .unknownDevice,
+                            detail: "", index: nil)
+                    ], unknownCode: "ghost"), of: message)
+            _ = try store.write(batch, to: connection)
+        }
+        let pending = try DeviceStore(connection: connection).pending()
+        #expect(pending.map(\.code) == ["ghost"])
+        #expect(pending.first?.messageCount == 3)
+        try DeviceStore(connection: connection).approve("ghost", name: "found it")
+        #expect(try Harness.count(url, "SELECT count(*) FROM pending_devices") == 0)
+        #expect(try DeviceStore(connection: connection).find("ghost")?.name == "found it")
+    }
+}

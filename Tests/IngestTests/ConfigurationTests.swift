@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+import TestSupport
+
+@testable import Ingest
+
+@Suite struct ConfigurationTests {
+    let loader = ConfigurationLoader()
+
+    @Test func documentedExampleFileLoadsToTheDefaults() throws {
+        let file = "\(TestStack.packageRoot)/config/outletd.yaml"
+        let loaded = try loader.load(file: file, environment: [:])
+        #expect(loaded == OutletdConfiguration())
+    }
+
+    @Test func everyKeyIsDocumentedInTheExampleFile() throws {
+        let text = try String(contentsOfFile: "\(TestStack.packageRoot)/config/outletd.yaml", encoding: .utf8)
+        for key in ConfigurationKey.all {
+            let leaf = key.path.split(separator: ".").last.map(String.init) ?? key.path
+            #expect(text.contains("\(leaf):"), "config/outletd.yaml does not document \(key.path)")
+        }
+    }
+
+    @Test func environmentOverridesFileAndDefaults() throws {
+        let yaml = """
+            database:
+              url: host=file dbname=x
+            ingest:
+              batch_max_rows: 10
+            """
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("outletd-\(UUID()).yaml").path
+        try yaml.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let loaded = try loader.load(
+            file: file,
+            environment: [
+                "OUTLETD_DATABASE_URL": "postgresql://u:p@db/outletd",
+                "OUTLETD_MQTT_URL": "mqtt://broker:1884",
+                "OUTLETD_INGEST_BATCH_MAX_DELAY_MS": "250",
+                "OUTLETD_VALIDATION_VOLTAGE_MAX": "260.5",
+                "OUTLETD_DATABASE_MIGRATE_ON_START": "false",
+                "UNRELATED": "x",
+            ])
+        #expect(loaded.database.url == "postgresql://u:p@db/outletd")
+        #expect(loaded.mqtt.url == "mqtt://broker:1884")
+        #expect(loaded.ingest.batchMaxRows == 10)
+        #expect(loaded.ingest.batchMaxDelayMilliseconds == 250)
+        #expect(loaded.validation.voltageMaxVolts == 260.5)
+        #expect(loaded.validation.limits.voltageVolts == 0...260.5)
+        #expect(loaded.database.migrateOnStart == false)
+    }
+
+    @Test func environmentVariableNamesFollowTheKeyPath() {
+        let names = Set(ConfigurationKey.all.map(\.environmentVariable))
+        #expect(names.contains("OUTLETD_DATABASE_URL"))
+        #expect(names.contains("OUTLETD_MQTT_URL"))
+        #expect(names.contains("OUTLETD_MQTT_TOPIC_PREFIX"))
+        #expect(names.count == ConfigurationKey.all.count)
+    }
+
+    struct BadCase: Sendable, CustomTestStringConvertible {
+        var yaml: String
+        var environment: [String: String] = [:]
+        var expected: String
+        var testDescription: String { expected }
+    }
+
+    @Test(arguments: [
+        BadCase(yaml: "ingest:\n  batch_size: 3\n", expected: ":2: ingest.batch_size: unknown key"),
+        BadCase(yaml: "nonsense: 1\n", expected: "nonsense: unknown key"),
+        BadCase(yaml: "ingest:\n  batch_max_rows: lots\n", expected: "ingest.batch_max_rows: expected a whole number, got \"lots\""),
+        BadCase(yaml: "ingest:\n  batch_max_rows: 0\n", expected: "ingest.batch_max_rows: 0 is out of range 1…1000000"),
+        BadCase(yaml: "database:\n  migrate_on_start: maybe\n", expected: "database.migrate_on_start: expected true or false"),
+        BadCase(yaml: "logging:\n  level: loud\n", expected: "logging.level: expected one of"),
+        BadCase(yaml: "validation:\n  voltage_min: 300\n  voltage_max: 200\n", expected: "validation.voltage_min: must not exceed"),
+        BadCase(yaml: "mqtt:\n  topic_prefix: a/+/b\n", expected: "mqtt.topic_prefix: must be topic levels"),
+        BadCase(yaml: "mqtt: [1, 2]\n", expected: "mqtt: expected a single value, not a list"),
+        BadCase(yaml: "a: [\n", expected: "not valid YAML"),
+        BadCase(
+            yaml: "", environment: ["OUTLETD_INGEST_QUEUE_MAX_MESSAGES": "-5"],
+            expected: "environment OUTLETD_INGEST_QUEUE_MAX_MESSAGES: ingest.queue_max_messages: -5 is out of range"),
+    ])
+    func reportsEachProblemWithItsKey(_ bad: BadCase) throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("outletd-\(UUID()).yaml").path
+        try bad.yaml.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        do {
+            _ = try loader.load(file: file, environment: bad.environment)
+            Issue.record("expected a failure containing \(bad.expected)")
+        } catch {
+            #expect(error.description.contains(bad.expected), "\(error.description)")
+        }
+    }
+
+    @Test func collectsEveryProblemNotJustTheFirst() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("outletd-\(UUID()).yaml").path
+        try "ingest:\n  batch_max_rows: x\n  nope: 1\nlogging:\n  level: y\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        do {
+            _ = try loader.load(file: file, environment: [:])
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.problems.count == 3)
+        }
+    }
+
+    @Test func missingFileIsReported() {
+        do {
+            _ = try loader.load(file: "/nonexistent/outletd.yaml", environment: [:])
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.description.contains("/nonexistent/outletd.yaml: cannot read"))
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Logging
+import MQTT
+import Postgres
+import ServiceLifecycle
+import TestSupport
+import Testing
+
+@testable import Ingest
+
+/// Shared set-up of the integration tests: a migrated database of their own, a configuration
+/// pointing at the test stack, an in-process service or an `outletd` process, and a publisher.
+enum Harness {
+    /// A fresh, migrated database; returns its connection string.
+    static func migratedDatabase() throws -> String {
+        let url = try TestStack.shared().createDatabase()
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try Migrator().migrate(connection)
+        return url
+    }
+
+    /// A configuration for one test: its own database, topic prefix and instance id.
+    static func configuration(databaseURL: String) throws -> OutletdConfiguration {
+        var configuration = OutletdConfiguration()
+        configuration.database.url = databaseURL
+        configuration.mqtt.url = try TestStack.shared().mqttURL
+        configuration.mqtt.topicPrefix = TestStack.uniqueName("p") + "/outlets"
+        configuration.instanceID = TestStack.uniqueName("outletd-test-")
+        configuration.ingest.batchMaxDelayMilliseconds = 50
+        configuration.rejections.logIntervalSeconds = 3_600
+        return configuration
+    }
+
+    static func register(_ codes: [String], databaseURL: String) throws {
+        let connection = try PostgresConnection(connectionString: databaseURL)
+        defer { connection.close() }
+        try DeviceStore(connection: connection).addMany(codes: codes)
+    }
+
+    /// Runs `body` with a running in-process service, then shuts it down gracefully.
+    static func withService<T>(
+        _ configuration: OutletdConfiguration, _ body: (IngestService) async throws -> T
+    ) async throws -> T {
+        var logger = Logger(label: "test")
+        logger.logLevel = ProcessInfo.processInfo.environment["OUTLETD_TEST_LOG"] == nil ? .warning : .debug
+        let service = IngestService(configuration: configuration, logger: logger)
+        let group = ServiceGroup(services: [service], logger: logger)
+        let running = Task { try await group.run() }
+        do {
+            try await waitForStatus(configuration, "online")
+            let result = try await body(service)
+            await group.triggerGracefulShutdown()
+            try await running.value
+            return result
+        } catch {
+            await group.triggerGracefulShutdown()
+            _ = try? await running.value
+            throw error
+        }
+    }
+
+    /// Waits until `outletd/<instance>/status` carries `expected` (retained), i.e. the daemon is
+    /// connected and subscribed.
+    static func waitForStatus(_ configuration: OutletdConfiguration, _ expected: String, timeout: Double = 30)
+        async throws
+    {
+        let seen = StatusBox()
+        let topic = "outletd/\(configuration.instanceID)/status"
+        let client = try MQTTClient(
+            configuration: MQTTConfiguration(url: configuration.mqtt.url, clientID: TestStack.uniqueName("watch-"))
+        ) { message in
+            if message.topic == topic { seen.set(String(decoding: message.payload, as: UTF8.self)) }
+        }
+        client.setSubscriptions([(filter: topic, qos: 1)])
+        try client.start()
+        defer { client.stop() }
+        try await waitUntil(timeout: timeout, "status \(expected) on \(topic)") { seen.value == expected }
+    }
+
+    /// Polls `condition` every 50 ms until it holds; fails the test after `timeout` seconds.
+    static func waitUntil(
+        timeout: Double, _ what: @autoclosure () -> String, _ condition: () throws -> Bool
+    ) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        if try condition() { return }
+        throw HarnessError("timed out after \(timeout) s waiting for \(what())")
+    }
+
+    /// A publisher that counts broker acknowledgements.
+    static func publisher() throws -> MQTTClient {
+        var configuration = try MQTTConfiguration(
+            url: TestStack.shared().mqttURL, clientID: TestStack.uniqueName("pub-"))
+        configuration.cleanStart = true
+        configuration.sessionExpiryInterval = 0
+        let client = try MQTTClient(configuration: configuration) { _ in }
+        try client.start()
+        guard client.waitUntilConnectedBlocking(timeout: .seconds(10)) else {
+            throw HarnessError("publisher did not connect")
+        }
+        return client
+    }
+
+    /// A one-value query through psql.
+    static func scalar(_ databaseURL: String, _ sql: String) throws -> String {
+        try TestStack.shared().psql(databaseURL, sql).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func count(_ databaseURL: String, _ sql: String) throws -> Int {
+        Int(try scalar(databaseURL, sql)) ?? -1
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The last status seen. Lock-guarded.
+final class StatusBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: String?
+    func set(_ value: String) {
+        lock.lock()
+        stored = value
+        lock.unlock()
+    }
+    var value: String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored
+    }
+}
+
+/// Native-protocol payloads for tests.
+enum Payloads {
+    static func reading(voltage: Double = 227.1, current: Double = 0.5, power: Double? = nil, ts: Date, seq: Int)
+        -> [UInt8]
+    {
+        var json = #"{"voltage":\#(voltage),"current":\#(current),"ts":\#(Int64(ts.timeIntervalSince1970 * 1000)),"seq":\#(seq)"#
+        if let power { json += #","power":\#(power)"# }
+        return Array((json + "}").utf8)
+    }
+}

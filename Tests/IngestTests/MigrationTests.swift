@@ -1,0 +1,80 @@
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+
+@testable import Ingest
+
+@Suite struct MigrationTests {
+    @Test func embeddedMigrationsMatchTheSQLFolder() throws {
+        let folder = "\(TestStack.packageRoot)/sql"
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder)
+            .filter { $0.hasSuffix(".sql") }.sorted()
+        #expect(files.count == Migration.all.count, "run `make sql` after adding a migration")
+        for (file, migration) in zip(files, Migration.all) {
+            let text = try String(contentsOfFile: "\(folder)/\(file)", encoding: .utf8)
+            #expect(file.hasPrefix(String(format: "%04d_", migration.version)))
+            #expect(
+                text.trimmingCharacters(in: .whitespacesAndNewlines)
+                    == migration.sql.trimmingCharacters(in: .whitespacesAndNewlines),
+                "\(file) differs from the embedded copy: run `make sql`")
+        }
+    }
+
+    @Test func appliesEachMigrationExactlyOnce() throws {
+        let url = try TestStack.shared().createDatabase()
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        let migrator = Migrator()
+        #expect(try migrator.pendingVersions(connection) == Migration.all.map(\.version))
+        let first = try migrator.migrate(connection)
+        #expect(first.applied == Migration.all.map(\.version))
+        let second = try migrator.migrate(connection)
+        #expect(second.applied.isEmpty)
+        #expect(second.currentVersion == Migration.all.last?.version)
+        #expect(try migrator.pendingVersions(connection).isEmpty)
+        let recorded = try connection.execute("SELECT count(*) FROM outletd_schema_migrations")
+        #expect(recorded[0, 0] == String(Migration.all.count))
+    }
+
+    @Test func concurrentMigratorsApplyOnce() async throws {
+        let url = try TestStack.shared().createDatabase()
+        let applied = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for _ in 0..<3 {
+                group.addTask {
+                    try await Blocking.run {
+                        let connection = try PostgresConnection(connectionString: url)
+                        defer { connection.close() }
+                        return try Migrator().migrate(connection).applied
+                    }
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0 += $1 }
+        }
+        #expect(applied.sorted() == Migration.all.map(\.version))
+    }
+
+    @Test func failedMigrationLeavesNothingBehind() throws {
+        let url = try TestStack.shared().createDatabase()
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        let broken = Migrator(migrations: [
+            Migration(version: 1, name: "ok", sql: "CREATE TABLE a (x int);"),
+            Migration(version: 2, name: "broken", sql: "CREATE TABLE b (x int); SELECT no_such_function();"),
+        ])
+        #expect(throws: PostgresError.self) { try broken.migrate(connection) }
+        let tables = try connection.execute("SELECT to_regclass('a') IS NOT NULL, to_regclass('b') IS NOT NULL")
+        #expect(tables[0, 0] == "t")
+        #expect(tables[0, 1] == "f")
+        #expect(try broken.pendingVersions(connection) == [2])
+    }
+
+    @Test func editedAppliedMigrationIsRefused() throws {
+        let url = try TestStack.shared().createDatabase()
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try Migrator(migrations: [Migration(version: 1, name: "a", sql: "CREATE TABLE a (x int);")]).migrate(connection)
+        let edited = Migrator(migrations: [Migration(version: 1, name: "a", sql: "CREATE TABLE a (y int);")])
+        #expect(throws: Migrator.ChecksumMismatch.self) { try edited.migrate(connection) }
+    }
+}
