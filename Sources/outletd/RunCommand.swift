@@ -1,10 +1,11 @@
 import ArgumentParser
-#if canImport(Glibc)
-import Glibc
-#endif
 import Ingest
 import Logging
 import ServiceLifecycle
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `outletd run`: the daemon.
 struct RunCommand: AsyncParsableCommand {

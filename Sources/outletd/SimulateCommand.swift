@@ -31,7 +31,9 @@ struct SimulateCommand: ParsableCommand {
     func run() throws {
         let (configuration, logger) = try options.bootstrap(label: "outletd-sim")
         let width = max(4, String(outlets).count)
-        let codes = (1...outlets).map { codePrefix + String(repeating: "0", count: width - String($0).count) + String($0) }
+        let codes = (1...outlets).map {
+            codePrefix + String(repeating: "0", count: width - String($0).count) + String($0)
+        }
         for code in codes.prefix(1) where DeviceCode(code) == nil {
             throw ValidationError("\(code) is not a valid device code; change --code-prefix")
         }
@@ -46,7 +48,8 @@ struct SimulateCommand: ParsableCommand {
         }
 
         var mqtt = try MQTTConfiguration(
-            url: configuration.mqtt.url, clientID: clientID ?? "outletd-sim-\(ProcessInfo.processInfo.processIdentifier)")
+            url: configuration.mqtt.url,
+            clientID: clientID ?? "outletd-sim-\(ProcessInfo.processInfo.processIdentifier)")
         mqtt.cleanStart = true
         mqtt.sessionExpiryInterval = 0
         let client = try MQTTClient(configuration: mqtt) { _ in }
@@ -55,7 +58,9 @@ struct SimulateCommand: ParsableCommand {
             printError("cannot connect to the broker at \(mqtt.redactedURL)")
             throw ExitCode(69)
         }
-        logger.info("simulating", metadata: ["outlets": "\(outlets)", "interval_s": "\(interval)", "broker": "\(mqtt.redactedURL)"])
+        logger.info(
+            "simulating",
+            metadata: ["outlets": "\(outlets)", "interval_s": "\(interval)", "broker": "\(mqtt.redactedURL)"])
 
         let stop = StopFlag()
         let signalSources = [SIGINT, SIGTERM].map { signalNumber in
@@ -98,7 +103,8 @@ struct SimulateCommand: ParsableCommand {
                 } catch {
                     publishErrors += 1
                     if publishErrors == 1 || publishErrors % 1_000 == 0 {
-                        logger.warning("publish failed", metadata: ["error": "\(error)", "failures": "\(publishErrors)"])
+                        logger.warning(
+                            "publish failed", metadata: ["error": "\(error)", "failures": "\(publishErrors)"])
                     }
                 }
             }

@@ -32,14 +32,16 @@ import Testing
         var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
         let message = RawMessage(topic: "t", payload: [], receivedAt: base)
         batch.add(
-            ClassifiedMessage(samples: [100, 300, 200].enumerated().map {
-                DeviceSample(deviceID: id, reading: reading(Double($0), power: $1))
-            }), of: message)
+            ClassifiedMessage(
+                samples: [100, 300, 200].enumerated().map {
+                    DeviceSample(deviceID: id, reading: reading(Double($0), power: $1))
+                }), of: message)
         let first = try store.write(batch, to: connection)
         #expect(first == .init(inserted: 3, duplicates: 0))
         // The same batch again (a replay), plus one new reading.
         var replay = batch
-        replay.add(ClassifiedMessage(samples: [DeviceSample(deviceID: id, reading: reading(10, power: 50))]), of: message)
+        replay.add(
+            ClassifiedMessage(samples: [DeviceSample(deviceID: id, reading: reading(10, power: 50))]), of: message)
         let second = try store.write(replay, to: connection)
         #expect(second == .init(inserted: 1, duplicates: 3))
         let summary = try PowerSummaryQuery(connection: connection).summary(code: "plug-1")
@@ -59,7 +61,8 @@ import Testing
             var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
             for n in 0..<4 {
                 let code = "ghost-\(round)-\(n)"
-                let message = RawMessage(topic: "outlets/\(code)/telemetry", payload: Array("{}".utf8), receivedAt: base)
+                let message = RawMessage(
+                    topic: "outlets/\(code)/telemetry", payload: Array("{}".utf8), receivedAt: base)
                 batch.add(
                     ClassifiedMessage(
                         rejections: [

@@ -28,12 +28,18 @@ import Testing
     }
 
     @Test(arguments: [
-        Case(topic: "site/outlets/plug-1/telemetry", payload: #"{"voltage":227.1,"current":0.4}"#, samples: 1, reasons: []),
-        Case(topic: "site/outlets/plug-off/telemetry", payload: #"{"voltage":227.1,"current":0.4}"#, samples: 0, reasons: [.disabledDevice]),
+        Case(
+            topic: "site/outlets/plug-1/telemetry", payload: #"{"voltage":227.1,"current":0.4}"#, samples: 1,
+            reasons: []),
+        Case(
+            topic: "site/outlets/plug-off/telemetry", payload: #"{"voltage":227.1,"current":0.4}"#, samples: 0,
+            reasons: [.disabledDevice]),
         Case(
             topic: "site/outlets/stranger/telemetry", payload: #"{"voltage":227.1,"current":0.4}"#, samples: 0,
             reasons: [.unknownDevice], unknownCode: "stranger"),
-        Case(topic: "site/outlets/bad%code/telemetry", payload: #"{"voltage":1,"current":1}"#, samples: 0, reasons: [.invalidDeviceCode]),
+        Case(
+            topic: "site/outlets/bad%code/telemetry", payload: #"{"voltage":1,"current":1}"#, samples: 0,
+            reasons: [.invalidDeviceCode]),
         Case(topic: "site/outlets/plug-1/state", payload: "on", samples: 0, reasons: [.invalidTopic]),
         Case(topic: "other/plug-1/telemetry", payload: "{}", samples: 0, reasons: [.invalidTopic]),
         Case(topic: "site/outlets/plug-1/telemetry", payload: "{nope", samples: 0, reasons: [.malformedJSON]),
@@ -83,7 +89,8 @@ import Testing
         for _ in 0..<5 {
             batch.add(ClassifiedMessage(rejections: [rejection(.malformedJSON)]), of: message("t", "{{{{"))
         }
-        batch.add(ClassifiedMessage(rejections: [rejection(.outOfRange), rejection(.outOfRange)]), of: message("t", "x"))
+        batch.add(
+            ClassifiedMessage(rejections: [rejection(.outOfRange), rejection(.outOfRange)]), of: message("t", "x"))
         #expect(batch.rejectionCounts == [.malformedJSON: 5, .outOfRange: 2])
         #expect(batch.storedRejections.count == 3)
         #expect(batch.storedExcerpts.count == 3)

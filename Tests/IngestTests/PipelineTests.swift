@@ -78,7 +78,10 @@ import Testing
         #expect(try Harness.scalar(url, "SELECT code FROM pending_devices") == "stranger-1")
         // Averages are those of the stored readings.
         // Outlet i sends only invalid messages when i % 20 == 19 (plug-019): it has no samples at all.
-        #expect(try Harness.scalar(url, "SELECT sample_count, average_power_watts FROM device_power_summary WHERE code = 'plug-019'") == "0|")
+        #expect(
+            try Harness.scalar(
+                url, "SELECT sample_count, average_power_watts FROM device_power_summary WHERE code = 'plug-019'")
+                == "0|")
         for code in ["plug-001", "plug-050", "plug-098"] {
             let average = try Harness.scalar(
                 url, "SELECT round(average_power_watts::numeric, 6) FROM device_power_summary WHERE code = '\(code)'")

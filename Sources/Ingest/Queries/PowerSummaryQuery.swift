@@ -45,9 +45,11 @@ public struct PowerSummaryQuery {
 
     private static func summary(_ result: PostgresResult, row: Int) throws -> PowerSummary {
         PowerSummary(
-            code: result[row, 0] ?? "", name: result[row, 1] ?? "", enabled: try result.bool(row: row, column: 2) ?? false,
+            code: result[row, 0] ?? "", name: result[row, 1] ?? "",
+            enabled: try result.bool(row: row, column: 2) ?? false,
             sampleCount: try result.int64(row: row, column: 3) ?? 0,
-            averagePowerWatts: try result.double(row: row, column: 4), peakPowerWatts: try result.double(row: row, column: 5),
+            averagePowerWatts: try result.double(row: row, column: 4),
+            peakPowerWatts: try result.double(row: row, column: 5),
             peakAt: try result.date(row: row, column: 6), lastReadingAt: try result.date(row: row, column: 7))
     }
 }

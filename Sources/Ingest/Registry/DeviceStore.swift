@@ -50,7 +50,9 @@ public struct DeviceStore {
         public var owner: String?
         public var enabled: Bool = true
 
-        public init(code: String, name: String = "", description: String = "", owner: String? = nil, enabled: Bool = true) {
+        public init(
+            code: String, name: String = "", description: String = "", owner: String? = nil, enabled: Bool = true
+        ) {
             self.code = code
             self.name = name
             self.description = description
@@ -138,7 +140,8 @@ public struct DeviceStore {
         return try (0..<result.rowCount).map { row in
             PendingDevice(
                 code: result[row, 0] ?? "", firstSeenAt: try result.date(row: row, column: 1),
-                lastSeenAt: try result.date(row: row, column: 2), messageCount: try result.int64(row: row, column: 3) ?? 0,
+                lastSeenAt: try result.date(row: row, column: 2),
+                messageCount: try result.int64(row: row, column: 3) ?? 0,
                 lastTopic: result[row, 4] ?? "")
         }
     }

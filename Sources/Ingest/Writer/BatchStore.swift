@@ -83,9 +83,10 @@ public struct BatchStore: Sendable {
             encoder.microseconds(reading.measuredAt)
             encoder.microseconds(reading.receivedAt)
             // A device clock may claim any year; PostgreSQL stores years 1–9999 here (else NULL).
-            encoder.int(reading.deviceTime.map(CopyTextEncoder.microseconds).flatMap {
-                Self.storableMicroseconds.contains($0) ? $0 : nil
-            })
+            encoder.int(
+                reading.deviceTime.map(CopyTextEncoder.microseconds).flatMap {
+                    Self.storableMicroseconds.contains($0) ? $0 : nil
+                })
             encoder.double(reading.voltageVolts)
             encoder.double(reading.currentAmperes)
             encoder.double(reading.powerWatts)

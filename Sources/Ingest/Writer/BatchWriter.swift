@@ -100,7 +100,8 @@ public final class BatchWriter: Sendable {
                     return
                 }
                 let now = Date()
-                let deadline = batchStartedAt.map { $0.addingTimeInterval(settings.batchMaxDelay) }
+                let deadline =
+                    batchStartedAt.map { $0.addingTimeInterval(settings.batchMaxDelay) }
                     ?? now.addingTimeInterval(0.5)
                 let room = max(1, settings.batchMaxRows - batch.rowCount)
                 let messages = writer.queue.take(upTo: room, waitingUntil: deadline)
@@ -194,7 +195,8 @@ public final class BatchWriter: Sendable {
                     }
                     let delay = backoff.nextDelay()
                     writer.logger.warning(
-                        connectionProblem ? "database unavailable; batch kept, retrying" : "batch write failed; retrying",
+                        connectionProblem
+                            ? "database unavailable; batch kept, retrying" : "batch write failed; retrying",
                         metadata: [
                             "error": "\(error)", "messages": "\(batch.messageCount)",
                             "retry_in_s": "\(String(format: "%.1f", delay))",
@@ -207,7 +209,8 @@ public final class BatchWriter: Sendable {
 
         mutating func currentConnection() throws -> PostgresConnection {
             if let connection { return connection }
-            let fresh = try PostgresConnection(connectionString: writer.connectionString, applicationName: "outletd-writer")
+            let fresh = try PostgresConnection(
+                connectionString: writer.connectionString, applicationName: "outletd-writer")
             do {
                 try writer.store.prepareSession(fresh)
             } catch {
