@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import Ingest
 
@@ -68,14 +68,21 @@ import TestSupport
     @Test(arguments: [
         BadCase(yaml: "ingest:\n  batch_size: 3\n", expected: ":2: ingest.batch_size: unknown key"),
         BadCase(yaml: "nonsense: 1\n", expected: "nonsense: unknown key"),
-        BadCase(yaml: "ingest:\n  batch_max_rows: lots\n", expected: "ingest.batch_max_rows: expected a whole number, got \"lots\""),
+        BadCase(
+            yaml: "ingest:\n  batch_max_rows: lots\n",
+            expected: "ingest.batch_max_rows: expected a whole number, got \"lots\""),
         BadCase(yaml: "ingest:\n  batch_max_rows: 0\n", expected: "ingest.batch_max_rows: 0 is out of range 1…1000000"),
-        BadCase(yaml: "database:\n  migrate_on_start: maybe\n", expected: "database.migrate_on_start: expected true or false"),
+        BadCase(
+            yaml: "database:\n  migrate_on_start: maybe\n",
+            expected: "database.migrate_on_start: expected true or false"),
         BadCase(yaml: "logging:\n  level: loud\n", expected: "logging.level: expected one of"),
-        BadCase(yaml: "validation:\n  voltage_min: 300\n  voltage_max: 200\n", expected: "validation.voltage_min: must not exceed"),
+        BadCase(
+            yaml: "validation:\n  voltage_min: 300\n  voltage_max: 200\n",
+            expected: "validation.voltage_min: must not exceed"),
         BadCase(yaml: "mqtt:\n  topic_prefix: a/+/b\n", expected: "mqtt.topic_prefix: must be topic levels"),
         BadCase(yaml: "mqtt: [1, 2]\n", expected: "mqtt: expected a single value, not a list"),
         BadCase(yaml: "a: [\n", expected: "not valid YAML"),
+        BadCase(yaml: "mqtt:\n  url: http://broker\n", expected: "mqtt.url:"),
         BadCase(
             yaml: "", environment: ["OUTLETD_INGEST_QUEUE_MAX_MESSAGES": "-5"],
             expected: "environment OUTLETD_INGEST_QUEUE_MAX_MESSAGES: ingest.queue_max_messages: -5 is out of range"),
@@ -103,6 +110,16 @@ import TestSupport
         } catch {
             #expect(error.problems.count == 3)
         }
+    }
+
+    @Test func effectiveValuesNeverShowPasswords() throws {
+        var configuration = OutletdConfiguration()
+        configuration.database.url = "postgresql://outletd:s3cret-db@db/outletd"
+        configuration.mqtt.url = "mqtt://outletd:s3cret-mq@broker:1883"
+        let printed = ConfigurationKey.all.map { "\($0.path) = \($0.value(in: configuration))" }.joined()
+        #expect(!printed.contains("s3cret"))
+        #expect(printed.contains("db/outletd"))
+        #expect(printed.contains("broker"))
     }
 
     @Test func missingFileIsReported() {

@@ -1,3 +1,6 @@
+import MQTT
+import Postgres
+
 /// One configuration key: its dotted path in the YAML file, its environment variable, how its
 /// text becomes a value, and where the value goes.
 ///
@@ -31,7 +34,7 @@ public struct ConfigurationKeyError: Error, Sendable {
 extension ConfigurationKey {
     static func string(
         _ path: String, _ keyPath: WritableKeyPath<OutletdConfiguration, String> & Sendable, _ summary: String,
-        nonEmpty: Bool = true, secret: Bool = false
+        nonEmpty: Bool = true, redact: (@Sendable (String) -> String)? = nil
     ) -> ConfigurationKey {
         ConfigurationKey(
             path: path, summary: summary,
@@ -39,7 +42,10 @@ extension ConfigurationKey {
                 if nonEmpty && text.isEmpty { throw ConfigurationKeyError(message: "must not be empty") }
                 configuration[keyPath: keyPath] = text
             },
-            render: { configuration in secret ? "(set)" : configuration[keyPath: keyPath] })
+            render: { configuration in
+                let value = configuration[keyPath: keyPath]
+                return redact?(value) ?? value
+            })
     }
 
     static func int(
@@ -117,12 +123,16 @@ extension ConfigurationKey {
     /// Every key outletd understands.
     public static let all: [ConfigurationKey] = [
         .string("instance_id", \.instanceID, "MQTT client id and log label of this instance"),
-        .string("database.url", \.database.url, "libpq connection string or postgresql:// URI", secret: true),
+        .string(
+            "database.url", \.database.url, "libpq connection string or postgresql:// URI",
+            redact: { redactConnectionString($0) }),
         .bool("database.migrate_on_start", \.database.migrateOnStart, "apply pending migrations when run starts"),
         .double(
             "database.reconnect_delay_max_seconds", \.database.reconnectDelayMaxSeconds, 0.1...3_600,
             "cap of the reconnect backoff, seconds"),
-        .string("mqtt.url", \.mqtt.url, "mqtt://[user[:password]@]host[:port]", secret: true),
+        .string(
+            "mqtt.url", \.mqtt.url, "mqtt://[user[:password]@]host[:port]",
+            redact: { (try? MQTTConfiguration(url: $0, clientID: "outletd").redactedURL) ?? "(invalid URL)" }),
         .string("mqtt.topic_prefix", \.mqtt.topicPrefix, "first topic levels: <prefix>/<code>/telemetry"),
         .int(
             "mqtt.session_expiry_seconds", \.mqtt.sessionExpirySeconds, 0...4_294_967_295,

@@ -1,4 +1,5 @@
 import Foundation
+import MQTT
 import Yams
 
 /// Builds an ``OutletdConfiguration`` from defaults, then a YAML file, then the environment.
@@ -136,6 +137,11 @@ public struct ConfigurationLoader: Sendable {
         require(
             configuration.mqtt.reconnectDelayMinSeconds <= configuration.mqtt.reconnectDelayMaxSeconds,
             "mqtt.reconnect_delay_min_seconds", "must not exceed mqtt.reconnect_delay_max_seconds")
+        do {
+            _ = try MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID)
+        } catch {
+            problems.append(Problem(source: "configuration", key: "mqtt.url", message: error.message))
+        }
         let prefix = configuration.mqtt.topicPrefix
         require(
             !prefix.contains("+") && !prefix.contains("#") && !prefix.hasPrefix("/") && !prefix.hasSuffix("/"),
