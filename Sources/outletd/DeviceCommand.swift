@@ -6,7 +6,9 @@ import Ingest
 struct DeviceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device", abstract: "Register, list, enable, disable and remove outlets.",
-        subcommands: [Add.self, List.self, Show.self, Enable.self, Disable.self, Remove.self, Pending.self, Approve.self])
+        subcommands: [
+            Add.self, List.self, Show.self, Enable.self, Disable.self, Remove.self, Pending.self, Approve.self,
+        ])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Register an outlet by its code.")
@@ -18,10 +20,7 @@ struct DeviceCommand: ParsableCommand {
         @Flag(help: "Register it disabled (its readings are rejected until enabled).") var disabled = false
 
         func run() throws {
-            let configuration = try options.loadConfiguration()
-            let connection = try options.connect(configuration)
-            defer { connection.close() }
-            let record = try reportingErrors {
+            let record = try options.withDatabase { connection in
                 try DeviceStore(connection: connection).add(
                     .init(code: code, name: name, description: description, owner: owner, enabled: !disabled))
             }
@@ -34,11 +33,10 @@ struct DeviceCommand: ParsableCommand {
         @OptionGroup var options: GlobalOptions
 
         func run() throws {
-            let configuration = try options.loadConfiguration()
-            let connection = try options.connect(configuration)
-            defer { connection.close() }
-            let devices = try reportingErrors { try DeviceStore(connection: connection).list() }
-            let rows = devices.map { [$0.code, $0.name, $0.enabled ? "enabled" : "disabled", $0.owner ?? "", $0.protocolName] }
+            let devices = try options.withDatabase { connection in try DeviceStore(connection: connection).list() }
+            let rows = devices.map {
+                [$0.code, $0.name, $0.enabled ? "enabled" : "disabled", $0.owner ?? "", $0.protocolName]
+            }
             print(TextTable.render(header: ["CODE", "NAME", "STATE", "OWNER", "PROTOCOL"], rows: rows))
             print("\(devices.count) outlet\(devices.count == 1 ? "" : "s")")
         }
@@ -50,10 +48,7 @@ struct DeviceCommand: ParsableCommand {
         @Argument var code: String
 
         func run() throws {
-            let configuration = try options.loadConfiguration()
-            let connection = try options.connect(configuration)
-            defer { connection.close() }
-            try reportingErrors {
+            try options.withDatabase { connection in
                 guard let device = try DeviceStore(connection: connection).find(code) else {
                     throw DeviceStoreError(message: "no device \(code) is registered")
                 }
@@ -78,10 +73,7 @@ struct DeviceCommand: ParsableCommand {
         @Argument var code: String
 
         func run() throws {
-            let configuration = try options.loadConfiguration()
-            let connection = try options.connect(configuration)
-            defer { connection.close() }
-            try reportingErrors { try DeviceStore(connection: connection).setEnabled(code, true) }
+            try options.withDatabase { connection in try DeviceStore(connection: connection).setEnabled(code, true) }
             print("enabled \(code)")
         }
     }
@@ -92,10 +84,7 @@ struct DeviceCommand: ParsableCommand {
         @Argument var code: String
 
         func run() throws {
-            let configuration = try options.loadConfiguration()
-            let connection = try options.connect(configuration)
-            defer { connection.close() }
-            try reportingErrors { try DeviceStore(connection: connection).setEnabled(code, false) }
+            try options.withDatabase { connection in try DeviceStore(connection: connection).setEnabled(code, false) }
             print("disabled \(code)")
         }
     }
@@ -111,10 +100,8 @@ struct DeviceCommand: ParsableCommand {
                 printError("this deletes \(code) and all its samples; run again with --yes to confirm")
                 throw ExitCode.failure
             }
-            let configuration = try options.loadConfiguration()
-            let connection = try options.connect(configuration)
-            defer { connection.close() }
-            let samples = try reportingErrors { try DeviceStore(connection: connection).remove(code) }
+            let samples = try options.withDatabase { connection in try DeviceStore(connection: connection).remove(code)
+            }
             print("removed \(code) and \(samples) sample\(samples == 1 ? "" : "s")")
         }
     }
@@ -125,10 +112,7 @@ struct DeviceCommand: ParsableCommand {
         @OptionGroup var options: GlobalOptions
 
         func run() throws {
-            let configuration = try options.loadConfiguration()
-            let connection = try options.connect(configuration)
-            defer { connection.close() }
-            let pending = try reportingErrors { try DeviceStore(connection: connection).pending() }
+            let pending = try options.withDatabase { connection in try DeviceStore(connection: connection).pending() }
             let rows = pending.map {
                 [
                     $0.code, String($0.messageCount), $0.firstSeenAt.map(Format.timestamp) ?? "",
@@ -148,10 +132,7 @@ struct DeviceCommand: ParsableCommand {
         @Option(help: "Who owns it.") var owner: String?
 
         func run() throws {
-            let configuration = try options.loadConfiguration()
-            let connection = try options.connect(configuration)
-            defer { connection.close() }
-            let record = try reportingErrors {
+            let record = try options.withDatabase { connection in
                 try DeviceStore(connection: connection).approve(code, name: name, owner: owner)
             }
             print("registered \(record.code)")

@@ -40,13 +40,23 @@ struct GlobalOptions: ParsableArguments {
         return (configuration, logger)
     }
 
+    /// Loads the configuration, connects, runs `body` with the connection, closes it; errors become
+    /// one readable line and exit code 1.
+    func withDatabase<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let configuration = try loadConfiguration()
+        let connection = try connect(configuration)
+        defer { connection.close() }
+        return try reportingErrors { try body(connection) }
+    }
+
     /// A database connection for a CLI command, with a clear message when it fails.
     func connect(_ configuration: OutletdConfiguration) throws -> PostgresConnection {
         do {
             return try PostgresConnection(connectionString: configuration.database.url, applicationName: "outletd-cli")
         } catch {
             printError(
-                "cannot connect to PostgreSQL at \(redactConnectionString(configuration.database.url)): \(error.message)")
+                "cannot connect to PostgreSQL at \(redactConnectionString(configuration.database.url)): \(error.message)"
+            )
             throw ExitCode(69)  // EX_UNAVAILABLE
         }
     }

@@ -12,14 +12,13 @@ struct MigrateCommand: ParsableCommand {
     var dryRun = false
 
     func run() throws {
-        let configuration = try options.loadConfiguration()
-        let connection = try options.connect(configuration)
-        defer { connection.close() }
-        try reportingErrors {
+        try options.withDatabase { connection in
             let migrator = Migrator()
             if dryRun {
                 let pending = try migrator.pendingVersions(connection)
-                print(pending.isEmpty ? "schema is up to date" : "pending: \(pending.map(String.init).joined(separator: ", "))")
+                print(
+                    pending.isEmpty
+                        ? "schema is up to date" : "pending: \(pending.map(String.init).joined(separator: ", "))")
                 return
             }
             let outcome = try migrator.migrate(connection) { print($0) }
