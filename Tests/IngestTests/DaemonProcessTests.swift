@@ -5,7 +5,7 @@ import Testing
 @testable import Ingest
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The `outletd` executable as a process: started, fed, signalled, restarted.
@@ -70,6 +70,39 @@ import Glibc
         #expect(firstStop.stored + secondStop.stored == total)
         #expect(try Harness.count(url, "SELECT sum(sample_count) FROM device_power_summary") == total)
         #expect(try Harness.count(url, "SELECT count(DISTINCT (device_id, seq)) FROM samples") == total)
+    }
+
+    /// The demo's path: `outletd simulate --register` against a running daemon; every reading the broker
+    /// acknowledged ends up in the summary, each with its sequence number.
+    @Test func simulatorReadingsReachTheSummary() async throws {
+        let url = try Harness.migratedDatabase()
+        let configuration = try Harness.configuration(databaseURL: url)
+        let daemon = try OutletdProcess.start(configuration)
+        try await Harness.waitForStatus(configuration, "online")
+        let environment = [
+            "OUTLETD_DATABASE_URL": url, "OUTLETD_MQTT_URL": configuration.mqtt.url,
+            "OUTLETD_MQTT_TOPIC_PREFIX": configuration.mqtt.topicPrefix,
+        ]
+        let output = try await Blocking.run {
+            try TestStack.run(
+                [
+                    try OutletdProcess.executable(), "simulate", "--outlets", "5", "--interval", "0.2", "--count", "4",
+                    "--register",
+                ],
+                environment: environment)
+        }
+        #expect(output.contains("registered 5 new outlets"))
+        #expect(output.contains("published 20, acknowledged 20"), "\(output)")
+        try await Harness.waitUntil(timeout: 30, "20 samples") {
+            try Harness.count(url, "SELECT sum(sample_count) FROM device_power_summary") == 20
+        }
+        #expect(
+            try Harness.scalar(url, "SELECT string_agg(DISTINCT seq::text, ',' ORDER BY seq::text) FROM samples")
+                == "1,2,3,4")
+        let stats = try TestStack.run([try OutletdProcess.executable(), "stats", "sim-0001"], environment: environment)
+        #expect(stats.contains("samples:       4"))
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit(timeout: 60) == 0)
     }
 
     @Test func refusesToStartWithAnInvalidConfiguration() async throws {
@@ -166,7 +199,8 @@ final class OutletdProcess: Sendable {
 
     /// The counters of the `stopped` log line.
     func finalCounters() -> FinalCounters? {
-        guard let line = output.split(separator: "\n").last(where: { $0.contains("stopped") && $0.contains("received=") })
+        guard
+            let line = output.split(separator: "\n").last(where: { $0.contains("stopped") && $0.contains("received=") })
         else { return nil }
         func value(_ name: String) -> Int? {
             guard let range = line.range(of: "\(name)=") else { return nil }

@@ -65,12 +65,12 @@ enum Harness {
     static func waitForStatus(_ configuration: OutletdConfiguration, _ expected: String, timeout: Double = 30)
         async throws
     {
-        let seen = StatusBox()
+        let seen = Locked<String?>(nil)
         let topic = "outletd/\(configuration.instanceID)/status"
         let client = try MQTTClient(
             configuration: MQTTConfiguration(url: configuration.mqtt.url, clientID: TestStack.uniqueName("watch-"))
         ) { message in
-            if message.topic == topic { seen.set(String(decoding: message.payload, as: UTF8.self)) }
+            if message.topic == topic { seen.value = String(decoding: message.payload, as: UTF8.self) }
         }
         client.setSubscriptions([(filter: topic, qos: 1)])
         try client.start()
@@ -120,19 +120,24 @@ struct HarnessError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// The last status seen. Lock-guarded.
-final class StatusBox: @unchecked Sendable {
+/// A value shared between a callback thread and a test. Lock-guarded, hence `@unchecked Sendable`.
+final class Locked<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
-    private var stored: String?
-    func set(_ value: String) {
-        lock.lock()
-        stored = value
-        lock.unlock()
-    }
-    var value: String? {
-        lock.lock()
-        defer { lock.unlock() }
-        return stored
+    private var stored: Value
+
+    init(_ value: Value) { stored = value }
+
+    var value: Value {
+        get {
+            lock.lock()
+            defer { lock.unlock() }
+            return stored
+        }
+        set {
+            lock.lock()
+            stored = newValue
+            lock.unlock()
+        }
     }
 }
 
@@ -141,7 +146,8 @@ enum Payloads {
     static func reading(voltage: Double = 227.1, current: Double = 0.5, power: Double? = nil, ts: Date, seq: Int)
         -> [UInt8]
     {
-        var json = #"{"voltage":\#(voltage),"current":\#(current),"ts":\#(Int64(ts.timeIntervalSince1970 * 1000)),"seq":\#(seq)"#
+        var json =
+            #"{"voltage":\#(voltage),"current":\#(current),"ts":\#(Int64(ts.timeIntervalSince1970 * 1000)),"seq":\#(seq)"#
         if let power { json += #","power":\#(power)"# }
         return Array((json + "}").utf8)
     }

@@ -68,10 +68,10 @@ import Testing
     @Test func closeReleasesBlockedProducersAndKeepsWhatWasAccepted() async {
         let queue = IntakeQueue(maxMessages: 1, maxBytes: 1 << 20)
         queue.append(message(0))
-        let result = ResultBox()
+        let result = Locked<Bool?>(nil)
         let done = ThreadCompletion()
         Thread {
-            result.set(queue.append(message(1)))
+            result.value = queue.append(message(1))
             done.markFinished()
         }.start()
         try? await Task.sleep(for: .milliseconds(50))
@@ -82,20 +82,5 @@ import Testing
         #expect(queue.take(upTo: 10, waitingUntil: Date()).map(\.topic) == ["t/0"])
         #expect(queue.isClosedAndDrained)
         #expect(queue.append(message(2)) == false)
-    }
-}
-
-private final class ResultBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Bool?
-    func set(_ value: Bool) {
-        lock.lock()
-        stored = value
-        lock.unlock()
-    }
-    var value: Bool? {
-        lock.lock()
-        defer { lock.unlock() }
-        return stored
     }
 }
