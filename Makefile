@@ -12,6 +12,7 @@ run: deps
 test: deps lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
+	scripts/check-systemd
 
 ## make lint: the one formatter (.swift-format: 4 spaces, 120 columns); make format fixes.
 lint:

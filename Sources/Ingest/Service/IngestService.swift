@@ -62,12 +62,19 @@ public final class IngestService: Service, Sendable {
         let client = try makeMQTTClient(queue: queue)
         client.setSubscriptions(subscriptions.map { (filter: $0, qos: 1) })
         let statusTopic = self.statusTopic
+        let notifier = SystemdNotifier()
         // Taken before the client starts, so that no event (the first `connected`) is missed.
         let eventStream = client.events
         let events = Task {
+            var ready = false
             for await event in eventStream {
                 switch event {
                 case .connected(let sessionPresent):
+                    if !ready {
+                        // Database connected and migrated, registry loading, broker subscribed.
+                        ready = true
+                        notifier.notify("READY=1\nSTATUS=receiving from \(self.subscriptions.joined(separator: ", "))")
+                    }
                     logger.info(
                         "broker connected",
                         metadata: ["session_present": "\(sessionPresent)", "subscriptions": "\(self.subscriptions)"])
@@ -89,11 +96,14 @@ public final class IngestService: Service, Sendable {
                 "database": "\(redactConnectionString(configuration.database.url))",
             ])
         let statistics = Task { await self.logStatistics(every: 60) }
+        let watchdog = Task { await Self.feedWatchdog(notifier, writer: writer.heartbeat, logger: logger) }
 
         // Run until SIGTERM/SIGINT (or cancellation).
         try? await gracefulShutdown()
 
         logger.info("shutting down: stopping intake, writing what was received")
+        notifier.notify("STOPPING=1\nSTATUS=writing what was received")
+        watchdog.cancel()
         events.cancel()
         _ = try? client.publish(statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
         client.stop()
@@ -169,6 +179,26 @@ public final class IngestService: Service, Sendable {
                 try await Task.sleep(for: .milliseconds(Int(delay * 1_000)))
                 if Task.isCancelled || Task.isShuttingDownGracefully { throw CancellationError() }
             }
+        }
+    }
+
+    /// Pings systemd's watchdog at half its interval while the writer thread shows progress. A
+    /// writer stuck for longer than that stops the pings, and systemd restarts outletd.
+    static func feedWatchdog(_ notifier: SystemdNotifier, writer: Heartbeat, logger: Logger) async {
+        guard let interval = notifier.watchdogInterval else { return }
+        let half = interval / 2
+        var stalledLogged = false
+        while !Task.isCancelled {
+            let age = writer.age
+            if age < half {
+                notifier.notify("WATCHDOG=1")
+                stalledLogged = false
+            } else if !stalledLogged {
+                logger.error(
+                    "writer shows no progress; not feeding the systemd watchdog", metadata: ["stalled": "\(age)"])
+                stalledLogged = true
+            }
+            do { try await Task.sleep(for: half) } catch { return }
         }
     }
 

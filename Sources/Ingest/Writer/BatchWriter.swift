@@ -42,6 +42,9 @@ public final class BatchWriter: Sendable {
     private let logger: Logger
     private let completion = ThreadCompletion()
     private let outcome = OutcomeBox()
+    /// Beats on every turn of the writer's loop, also while it waits for the database; the
+    /// systemd watchdog is fed only while it is recent.
+    public let heartbeat = Heartbeat()
 
     public init(
         queue: IntakeQueue, registry: DeviceRegistry, classifier: MessageClassifier, store: BatchStore,
@@ -94,6 +97,7 @@ public final class BatchWriter: Sendable {
             var batch = newBatch()
             var batchStartedAt: Date?
             while true {
+                writer.heartbeat.beat()
                 noteShutdown()
                 guard waitForRegistry() else {
                     writer.outcome.add(unwritten: batch.messageCount + writer.queue.depth)
@@ -145,6 +149,7 @@ public final class BatchWriter: Sendable {
         /// Classifying before the registry is loaded would reject every code as unknown.
         mutating func waitForRegistry() -> Bool {
             while !writer.registry.isLoaded {
+                writer.heartbeat.beat()
                 noteShutdown()
                 if pastShutdownDeadline { return false }
                 if writer.queue.isClosedAndDrained { return true }
@@ -202,8 +207,17 @@ public final class BatchWriter: Sendable {
                             "retry_in_s": "\(String(format: "%.1f", delay))",
                         ])
                     if pastShutdownDeadline { return false }
-                    Thread.sleep(forTimeInterval: delay)
+                    sleepBeating(seconds: delay)
                 }
+            }
+        }
+
+        /// Sleeps in short slices, beating the heartbeat: waiting for the database is not a stall.
+        func sleepBeating(seconds: Double) {
+            let until = Date().addingTimeInterval(seconds)
+            while Date() < until {
+                writer.heartbeat.beat()
+                Thread.sleep(forTimeInterval: min(0.5, max(0, until.timeIntervalSinceNow)))
             }
         }
 
