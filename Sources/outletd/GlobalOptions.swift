@@ -34,7 +34,7 @@ struct GlobalOptions: ParsableArguments {
     func bootstrap(label: String = "outletd") throws -> (OutletdConfiguration, Logger) {
         let configuration = try loadConfiguration()
         let level = Logger.Level(rawValue: configuration.logging.level) ?? .info
-        LoggingBootstrap.once(level: level)
+        LoggingBootstrap.once(json: configuration.logging.format == "json")
         var logger = Logger(label: label)
         logger.logLevel = level
         return (configuration, logger)
@@ -64,16 +64,25 @@ struct GlobalOptions: ParsableArguments {
 
 /// swift-log allows one bootstrap per process.
 enum LoggingBootstrap {
-    private static let done: Void = {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var done = false  // guarded by `lock`
+
+    static func once(json: Bool) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !done else { return }
+        done = true
         LoggingSystem.bootstrap { label in
+            // Each Logger sets its own level.
+            if json {
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = .trace
+                return handler
+            }
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .trace  // each Logger sets its own level
+            handler.logLevel = .trace
             return handler
         }
-    }()
-
-    static func once(level: Logger.Level) {
-        _ = done
     }
 }
 

@@ -201,5 +201,6 @@ extension ConfigurationKey {
         .choice(
             "logging.level", \.logging.level, ["trace", "debug", "info", "notice", "warning", "error", "critical"],
             "log level"),
+        .choice("logging.format", \.logging.format, ["text", "json"], "text for people, json for log collectors"),
     ]
 }

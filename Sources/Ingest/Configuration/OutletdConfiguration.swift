@@ -111,5 +111,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public struct LoggingSettings: Sendable, Equatable {
         /// trace, debug, info, notice, warning, error or critical.
         public var level = "info"
+        /// `text` (human) or `json` (one JSON object per line).
+        public var format = "text"
     }
 }
