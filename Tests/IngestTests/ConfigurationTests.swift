@@ -122,6 +122,64 @@ import Testing
         #expect(printed.contains("broker"))
     }
 
+    func temporaryFile(_ text: String) throws -> String {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("outletd-\(UUID())").path
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    @Test func secretsComeFromFilesAndSystemdCredentials() throws {
+        let secretFile = try temporaryFile("postgresql://u:from-file@db/outletd\n")
+        let yaml = try temporaryFile("database:\n  url_file: \(secretFile)\n")
+        defer { for file in [secretFile, yaml] { try? FileManager.default.removeItem(atPath: file) } }
+        #expect(try loader.load(file: yaml, environment: [:]).database.url == "postgresql://u:from-file@db/outletd")
+
+        let mqttFile = try temporaryFile("mqtt://outletd:from-env-file@broker\n")
+        defer { try? FileManager.default.removeItem(atPath: mqttFile) }
+        #expect(
+            try loader.load(file: nil, environment: ["OUTLETD_MQTT_URL_FILE": mqttFile]).mqtt.url
+                == "mqtt://outletd:from-env-file@broker")
+
+        let credentials = FileManager.default.temporaryDirectory.appendingPathComponent("cred-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: credentials) }
+        try "host=credential dbname=outletd".write(
+            toFile: "\(credentials)/database_url", atomically: true, encoding: .utf8)
+        let fromCredential = try loader.load(file: yaml, environment: ["CREDENTIALS_DIRECTORY": credentials])
+        #expect(fromCredential.database.url == "host=credential dbname=outletd")
+        // An explicit environment variable still wins.
+        let overridden = try loader.load(
+            file: yaml, environment: ["CREDENTIALS_DIRECTORY": credentials, "OUTLETD_DATABASE_URL": "host=env"])
+        #expect(overridden.database.url == "host=env")
+    }
+
+    @Test func unreadableSecretFileIsReportedWithItsKey() {
+        do {
+            _ = try loader.load(file: nil, environment: ["OUTLETD_DATABASE_URL_FILE": "/nonexistent/secret"])
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.description.contains("database.url: cannot read /nonexistent/secret"), "\(error)")
+        }
+    }
+
+    @Test func secretAndItsFileTogetherAreAProblem() throws {
+        let file = try temporaryFile("host=x")
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        do {
+            _ = try loader.load(
+                file: nil, environment: ["OUTLETD_DATABASE_URL": "host=y", "OUTLETD_DATABASE_URL_FILE": file])
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.description.contains("not both"))
+        }
+    }
+
+    @Test func onlySecretKeysTakeFiles() throws {
+        let yaml = try temporaryFile("ingest:\n  batch_max_rows_file: /etc/passwd\n")
+        defer { try? FileManager.default.removeItem(atPath: yaml) }
+        #expect(throws: ConfigurationLoader.Failure.self) { try loader.load(file: yaml, environment: [:]) }
+    }
+
     @Test func missingFileIsReported() {
         do {
             _ = try loader.load(file: "/nonexistent/outletd.yaml", environment: [:])

@@ -15,6 +15,13 @@ public struct ConfigurationKey: Sendable {
     let apply: @Sendable (inout OutletdConfiguration, String) throws(ConfigurationKeyError) -> Void
     /// The key's value in a configuration, as text (for `outletd config`-style listings).
     let render: @Sendable (OutletdConfiguration) -> String
+    /// A secret (it holds a password): it may also come from a file (`<key>_file`,
+    /// `OUTLETD_…_FILE`) or a systemd credential, and is shown redacted.
+    public var isSecret = false
+
+    /// The systemd credential (`LoadCredential=`) a secret key is read from: the path with `_` for
+    /// `.`, e.g. `database_url`.
+    public var credentialName: String { path.replacingOccurrences(of: ".", with: "_") }
 
     /// The environment variable that overrides this key: `OUTLETD_` + the path in upper case with
     /// `_` for `.`, e.g. `OUTLETD_INGEST_BATCH_MAX_ROWS`, `OUTLETD_DATABASE_URL`.
@@ -45,7 +52,8 @@ extension ConfigurationKey {
             render: { configuration in
                 let value = configuration[keyPath: keyPath]
                 return redact?(value) ?? value
-            })
+            },
+            isSecret: redact != nil)
     }
 
     static func int(

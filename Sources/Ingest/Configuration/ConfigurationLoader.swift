@@ -47,18 +47,53 @@ public struct ConfigurationLoader: Sendable {
                 problems.append(Problem(source: file, key: "", message: "cannot read: \(error.localizedDescription)"))
             }
         }
-        for key in ConfigurationKey.all {
-            guard let text = environment[key.environmentVariable], keys[key.path] != nil else { continue }
+        for key in keys.values.sorted(by: { $0.path < $1.path }) {
+            if key.isSecret, let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
+                let file = "\(directory)/\(key.credentialName)"
+                if FileManager.default.fileExists(atPath: file) {
+                    apply(
+                        key, fromFile: file, source: "credential \(key.credentialName)", to: &configuration,
+                        problems: &problems)
+                }
+            }
+            let variable = key.environmentVariable
+            if key.isSecret, let file = environment[variable + "_FILE"] {
+                if environment[variable] != nil {
+                    problems.append(
+                        Problem(
+                            source: "environment", key: key.path,
+                            message: "set \(variable) or \(variable)_FILE, not both"))
+                }
+                apply(
+                    key, fromFile: file, source: "environment \(variable)_FILE", to: &configuration,
+                    problems: &problems)
+            }
+            guard let text = environment[variable] else { continue }
             do {
                 try key.apply(&configuration, text)
             } catch {
-                problems.append(
-                    Problem(source: "environment \(key.environmentVariable)", key: key.path, message: error.message))
+                problems.append(Problem(source: "environment \(variable)", key: key.path, message: error.message))
             }
         }
         problems += crossChecks(configuration)
         guard problems.isEmpty else { throw Failure(problems: problems) }
         return configuration
+    }
+
+    /// Sets a secret key from the first line of a file (trailing newline and spaces removed).
+    private func apply(
+        _ key: ConfigurationKey, fromFile file: String, source: String, to configuration: inout OutletdConfiguration,
+        problems: inout [Problem]
+    ) {
+        do {
+            let text = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            try key.apply(&configuration, text)
+        } catch let error as ConfigurationKeyError {
+            problems.append(Problem(source: "\(source) (\(file))", key: key.path, message: error.message))
+        } catch {
+            problems.append(
+                Problem(source: source, key: key.path, message: "cannot read \(file): \(error.localizedDescription)"))
+        }
     }
 
     /// Applies a YAML document; returns the problems found.
@@ -91,6 +126,12 @@ public struct ConfigurationLoader: Sendable {
                 walk(valueNode, path: childPath, source: source, configuration: &configuration, problems: &problems)
             }
         case .scalar(let scalar):
+            if path.hasSuffix("_file"), let key = keys[String(path.dropLast(5))], key.isSecret {
+                if !scalar.string.isEmpty {
+                    apply(key, fromFile: scalar.string, source: location, to: &configuration, problems: &problems)
+                }
+                return
+            }
             guard let key = keys[path] else {
                 problems.append(Problem(source: location, key: path, message: unknownKeyMessage(path)))
                 return
