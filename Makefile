@@ -1,7 +1,7 @@
 # outletd — the two commands of README.md, and the pieces behind them.
 SWIFT ?= swift
 
-.PHONY: run test deps build sql lint format clean
+.PHONY: run test deps build sql lint format fuzz clean
 
 ## make run: install what is missing, start a throwaway mosquitto + PostgreSQL, outletd and
 ## simulated outlets, and show the per-outlet summary updating (Ctrl-C stops everything).
@@ -13,6 +13,12 @@ test: deps lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
 	scripts/check-systemd
+	scripts/fuzz 30
+
+## make fuzz: every libFuzzer target for FUZZ_SECONDS each (default 600).
+FUZZ_SECONDS ?= 600
+fuzz:
+	scripts/fuzz $(FUZZ_SECONDS)
 
 ## make lint: the one formatter (.swift-format: 4 spaces, 120 columns); make format fixes.
 lint:
