@@ -27,9 +27,16 @@ struct RunCommand: AsyncParsableCommand {
         var (configuration, logger) = try options.bootstrap()
         if noMigrate { configuration.database.migrateOnStart = false }
         let service = IngestService(configuration: configuration, logger: logger)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: service)]
+        if !configuration.http.listen.isEmpty {
+            let health = try HealthServer(
+                listen: configuration.http.listen, metrics: service.metrics, instance: configuration.instanceID,
+                maxBacklogMessages: configuration.http.readyMaxBacklogMessages, logger: logger)
+            services.append(.init(service: health))
+        }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: service)],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         do {

@@ -172,6 +172,8 @@ final class OutletdProcess: Sendable {
         environment["OUTLETD_MQTT_TOPIC_PREFIX"] = configuration.mqtt.topicPrefix
         environment["OUTLETD_INSTANCE_ID"] = configuration.instanceID
         environment["OUTLETD_INGEST_BATCH_MAX_DELAY_MS"] = "50"
+        // Daemons of parallel tests would all want the default HTTP port; tests that need it pass one.
+        environment["OUTLETD_HTTP_LISTEN"] = ""
         environment.merge(extraEnvironment) { $1 }
         // In the test stack's folder, which goes away when the test process exits.
         let logPath = "\(try TestStack.shared().directory)/\(configuration.instanceID)-\(UUID().uuidString).log"

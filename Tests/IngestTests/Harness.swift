@@ -14,10 +14,15 @@ enum Harness {
     /// A fresh, migrated database; returns its connection string.
     static func migratedDatabase() throws -> String {
         let url = try TestStack.shared().createDatabase()
+        try migrate(url)
+        return url
+    }
+
+    /// Applies every migration to the database at `url`.
+    static func migrate(_ url: String) throws {
         let connection = try PostgresConnection(connectionString: url)
         defer { connection.close() }
         try Migrator().migrate(connection)
-        return url
     }
 
     /// A configuration for one test: its own database, topic prefix and instance id.
@@ -91,10 +96,10 @@ enum Harness {
         throw HarnessError("timed out after \(timeout) s waiting for \(what())")
     }
 
-    /// A publisher that counts broker acknowledgements.
-    static func publisher() throws -> MQTTClient {
+    /// A publisher that counts broker acknowledgements (on the shared stack's broker by default).
+    static func publisher(url: String? = nil) throws -> MQTTClient {
         var configuration = try MQTTConfiguration(
-            url: TestStack.shared().mqttURL, clientID: TestStack.uniqueName("pub-"))
+            url: url ?? TestStack.shared().mqttURL, clientID: TestStack.uniqueName("pub-"))
         configuration.cleanStart = true
         configuration.sessionExpiryInterval = 0
         let client = try MQTTClient(configuration: configuration) { _ in }

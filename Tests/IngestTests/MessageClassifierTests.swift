@@ -177,3 +177,35 @@ import Testing
         #expect(backoff.nextDelay() <= 1.2)
     }
 }
+
+@Suite struct RegistryMissPolicyTests {
+    func ask(_ policy: inout RegistryMissPolicy, _ code: String, _ at: Date) -> Bool {
+        policy.shouldLookUp(code, at: at)
+    }
+
+    @Test func boundsLookUpsPerSecondAndPerCode() {
+        var policy = RegistryMissPolicy(lookupsPerSecond: 2, negativeSeconds: 2)
+        let start = Date(timeIntervalSince1970: 0)
+        let asked: [(String, Double, Bool)] = [
+            ("a", 0, true), ("b", 0, true),
+            ("c", 0, false),  // the bucket is empty
+            ("c", 0.25, false),  // half a token
+            ("c", 0.5, true),  // one token again
+            ("a", 1, false),  // asked about "a" less than 2 s ago
+            ("d", 1, true),
+            ("a", 2.5, true),  // long enough ago, bucket refilled
+        ]
+        for (code, seconds, expected) in asked {
+            #expect(ask(&policy, code, start.addingTimeInterval(seconds)) == expected, "\(code) at \(seconds) s")
+        }
+    }
+
+    @Test func aFloodOfDistinctCodesIsCapped() {
+        var policy = RegistryMissPolicy(lookupsPerSecond: 50, negativeSeconds: 2)
+        let start = Date(timeIntervalSince1970: 0)
+        let allowed = (0..<100_000).filter {
+            policy.shouldLookUp("code-\($0)", at: start.addingTimeInterval(Double($0) / 100_000))
+        }
+        #expect(allowed.count <= 101)
+    }
+}

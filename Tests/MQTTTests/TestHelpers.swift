@@ -136,27 +136,7 @@ struct HelperError: Error {
     var message: String
 }
 
-/// A TCP port nothing listens on right now.
-func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw HelperError(message: "socket failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-            bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
-        }
-    }
-    guard bound else { throw HelperError(message: "bind failed") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
 /// A mosquitto of one test's own on a given port (no persistence), killed by ``stop()``.
-///
 final class ThrowawayBroker {
     let port: Int
     private let child: BackgroundProcess

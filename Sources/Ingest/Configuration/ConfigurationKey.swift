@@ -209,6 +209,11 @@ extension ConfigurationKey {
         .choice(
             "logging.level", \.logging.level, ["trace", "debug", "info", "notice", "warning", "error", "critical"],
             "log level"),
+        .string(
+            "http.listen", \.http.listen, "host:port of /metrics, /healthz, /readyz (empty: off)", nonEmpty: false),
+        .int(
+            "http.ready_max_backlog_messages", \.http.readyMaxBacklogMessages, 1...1_000_000_000,
+            "/readyz answers 503 above this backlog"),
         .choice("logging.format", \.logging.format, ["text", "json"], "text for people, json for log collectors"),
     ]
 }

@@ -183,6 +183,10 @@ public struct ConfigurationLoader: Sendable {
         } catch {
             problems.append(Problem(source: "configuration", key: "mqtt.url", message: error.message))
         }
+        let listen = configuration.http.listen
+        require(
+            listen.isEmpty || HealthServer.parse(listen: listen) != nil, "http.listen",
+            "must be host:port (e.g. 127.0.0.1:9464) or empty")
         let prefix = configuration.mqtt.topicPrefix
         require(
             !prefix.contains("+") && !prefix.contains("#") && !prefix.hasPrefix("/") && !prefix.hasSuffix("/"),

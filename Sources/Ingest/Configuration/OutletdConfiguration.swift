@@ -15,6 +15,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public var rejections = RejectionSettings()
     public var registry = RegistrySettings()
     public var logging = LoggingSettings()
+    public var http = HTTPSettings()
 
     public init() {}
 
@@ -105,6 +106,14 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public struct RegistrySettings: Sendable, Equatable {
         /// Besides LISTEN/NOTIFY, reload the whole registry this often, seconds.
         public var refreshIntervalSeconds = 300.0
+    }
+
+    /// Health and metrics over HTTP.
+    public struct HTTPSettings: Sendable, Equatable {
+        /// `host:port` of `/metrics`, `/healthz`, `/readyz`; empty turns the server off.
+        public var listen = "127.0.0.1:9464"
+        /// `/readyz` answers 503 when more messages than this wait to be written.
+        public var readyMaxBacklogMessages = 50_000
     }
 
     /// Logs (standard error).

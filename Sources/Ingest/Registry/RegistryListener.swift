@@ -15,13 +15,15 @@ public final class RegistryListener: Sendable {
     private let refreshInterval: Double
     private let reconnectDelayMax: Double
     private let logger: Logger
+    private let metrics: IngestMetrics?
     private let stopFlag = StopFlag()
     private let completion = ThreadCompletion()
 
     public init(
         registry: DeviceRegistry, connectionString: String, refreshInterval: Double, reconnectDelayMax: Double,
-        logger: Logger
+        logger: Logger, metrics: IngestMetrics? = nil
     ) {
+        self.metrics = metrics
         self.registry = registry
         self.connectionString = connectionString
         self.refreshInterval = refreshInterval
@@ -62,6 +64,7 @@ public final class RegistryListener: Sendable {
                     logger.debug("registry loaded", metadata: ["devices": "\(registry.count)"])
                 }
                 backoff.reset()
+                metrics?.setDatabaseConnected(true)
                 while !stopFlag.isSet {
                     let notifications = try connection.waitForNotifications(timeout: .milliseconds(500))
                     for code in Set(notifications.map(\.payload)) {
@@ -74,6 +77,7 @@ public final class RegistryListener: Sendable {
                     }
                 }
             } catch {
+                metrics?.setDatabaseConnected(false)
                 let delay = backoff.nextDelay()
                 logger.warning(
                     "registry connection failed; retrying",

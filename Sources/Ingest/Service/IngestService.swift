@@ -43,7 +43,7 @@ public final class IngestService: Service, Sendable {
             registry: registry, connectionString: configuration.database.url,
             refreshInterval: configuration.registry.refreshIntervalSeconds,
             reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds,
-            logger: logger)
+            logger: logger, metrics: metrics)
         registryListener.start()
 
         let queue = IntakeQueue(
@@ -70,6 +70,7 @@ public final class IngestService: Service, Sendable {
             for await event in eventStream {
                 switch event {
                 case .connected(let sessionPresent):
+                    self.metrics.setBrokerConnected(true)
                     if !ready {
                         // Database connected and migrated, registry loading, broker subscribed.
                         ready = true
@@ -80,8 +81,10 @@ public final class IngestService: Service, Sendable {
                         metadata: ["session_present": "\(sessionPresent)", "subscriptions": "\(self.subscriptions)"])
                     _ = try? client.publish(statusTopic, payload: Array("online".utf8), qos: 1, retain: true)
                 case .connectionFailed(let reason):
+                    self.metrics.setBrokerConnected(false)
                     logger.warning("broker connection failed; retrying", metadata: ["reason": "\(reason)"])
                 case .disconnected(let reason):
+                    self.metrics.setBrokerConnected(false)
                     logger.warning("broker disconnected; reconnecting", metadata: ["reason": "\(reason)"])
                 }
             }

@@ -84,6 +84,7 @@ public final class BatchWriter: Sendable {
         var connection: PostgresConnection?
         var limiter: RejectionLogLimiter
         var shutdownDeadline: Date?
+        var misses = RegistryMissPolicy(lookupsPerSecond: 50, negativeSeconds: 2)
 
         init(writer: BatchWriter) {
             self.writer = writer
@@ -109,8 +110,9 @@ public final class BatchWriter: Sendable {
                     ?? now.addingTimeInterval(0.5)
                 let room = max(1, settings.batchMaxRows - batch.rowCount)
                 let messages = writer.queue.take(upTo: room, waitingUntil: deadline)
+                writer.metrics.setBacklog(messages: writer.queue.depth, bytes: writer.queue.depthBytes)
                 for message in messages {
-                    let classified = writer.classifier.classify(message, lookup: writer.registry.lookup)
+                    let classified = writer.classifier.classify(message) { lookup($0) }
                     logRejections(classified, message)
                     batch.add(classified, of: message)
                 }
@@ -144,6 +146,16 @@ public final class BatchWriter: Sendable {
         var pastShutdownDeadline: Bool {
             if let shutdownDeadline { return Date() >= shutdownDeadline }
             return false
+        }
+
+        /// The registry, asked first; on a miss the database itself (rate limited), so an outlet
+        /// registered a moment ago is accepted even before its NOTIFY arrived.
+        mutating func lookup(_ code: String) -> RegisteredDevice? {
+            if let device = writer.registry.lookup(code) { return device }
+            guard let connection, misses.shouldLookUp(code, at: Date()) else { return nil }
+            guard let device = try? DeviceStore(connection: connection).registryEntry(code) else { return nil }
+            writer.registry.update(code, device)
+            return device
         }
 
         /// Classifying before the registry is loaded would reject every code as unknown.
@@ -232,6 +244,7 @@ public final class BatchWriter: Sendable {
                 throw error
             }
             connection = fresh
+            writer.metrics.setDatabaseConnected(true)
             return fresh
         }
     }

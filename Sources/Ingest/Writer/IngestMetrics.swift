@@ -13,8 +13,38 @@ public final class IngestMetrics: @unchecked Sendable {
         public var batchesCommitted: UInt64 = 0
         public var lastCommitSeconds: Double = 0
         public var databaseErrors: UInt64 = 0
+        /// Rows (readings and rejections) per committed batch.
+        public var batchRows = Histogram(bounds: [1, 10, 100, 500, 1_000, 5_000, 10_000, 50_000])
+        /// Seconds from BEGIN to COMMIT of a batch.
+        public var commitSeconds = Histogram(bounds: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5])
+        /// Whether the MQTT client is connected to the broker.
+        public var brokerConnected = false
+        /// Whether the writer's last attempt to reach PostgreSQL succeeded.
+        public var databaseConnected = false
+        /// Messages received but not yet written, and their payload bytes.
+        public var backlogMessages = 0
+        public var backlogBytes = 0
 
         public var rejectedTotal: UInt64 { rejected.values.reduce(0, +) }
+    }
+
+    /// A cumulative histogram: `counts[i]` observations ≤ `bounds[i]`, plus the total count and sum.
+    public struct Histogram: Sendable, Equatable {
+        public let bounds: [Double]
+        public private(set) var counts: [UInt64]
+        public private(set) var count: UInt64 = 0
+        public private(set) var sum: Double = 0
+
+        public init(bounds: [Double]) {
+            self.bounds = bounds
+            self.counts = Array(repeating: 0, count: bounds.count)
+        }
+
+        public mutating func observe(_ value: Double) {
+            count += 1
+            sum += value
+            for index in bounds.indices where value <= bounds[index] { counts[index] += 1 }
+        }
     }
 
     private let lock = NSLock()
@@ -41,12 +71,35 @@ public final class IngestMetrics: @unchecked Sendable {
         for (reason, count) in rejected { state.rejected[reason, default: 0] += UInt64(count) }
         state.batchesCommitted += 1
         state.lastCommitSeconds = seconds
+        state.batchRows.observe(Double(stored + duplicates + rejected.values.reduce(0, +)))
+        state.commitSeconds.observe(seconds)
+        state.databaseConnected = true
         lock.unlock()
     }
 
     func databaseError() {
         lock.lock()
         state.databaseErrors += 1
+        state.databaseConnected = false
+        lock.unlock()
+    }
+
+    func setDatabaseConnected(_ connected: Bool) {
+        lock.lock()
+        state.databaseConnected = connected
+        lock.unlock()
+    }
+
+    func setBrokerConnected(_ connected: Bool) {
+        lock.lock()
+        state.brokerConnected = connected
+        lock.unlock()
+    }
+
+    func setBacklog(messages: Int, bytes: Int) {
+        lock.lock()
+        state.backlogMessages = messages
+        state.backlogBytes = bytes
         lock.unlock()
     }
 }
