@@ -107,6 +107,16 @@ public final class MQTTClient: Sendable {
                 mosquitto_username_pw_set(pointer, configuration.username, configuration.password),
                 "setting user name and password")
         }
+        if let tls = configuration.tls {
+            // Verify the broker's certificate chain and its host name; TLS 1.2 or newer.
+            try MQTTError.check(
+                mosquitto_tls_set(
+                    pointer, tls.caFile, tls.caFile == nil ? "/etc/ssl/certs" : nil, tls.certificateFile, tls.keyFile,
+                    nil),
+                "setting up TLS")
+            try MQTTError.check(mosquitto_tls_opts_set(pointer, 1, "tlsv1.2", nil), "setting TLS options")
+            try MQTTError.check(mosquitto_tls_insecure_set(pointer, false), "turning on host name verification")
+        }
         if let will = configuration.will {
             guard will.payload.count <= 65_535 else {
                 throw MQTTError(code: .payloadTooLarge, message: "the will payload is larger than 65535 bytes")

@@ -34,6 +34,24 @@ public struct MQTTConfiguration: Sendable {
     public var sendMaximum: Int = 1_000
     /// Message the broker publishes if our connection dies without a DISCONNECT.
     public var will: MQTTMessage.Will? = nil
+    /// TLS to the broker (`mqtts://`); nil for plain TCP.
+    public var tls: TLS? = nil
+
+    /// TLS settings. The broker's certificate is always verified, host name included.
+    public struct TLS: Sendable, Equatable {
+        /// PEM file of the CA(s) that signed the broker's certificate; nil trusts the system's CAs
+        /// (`/etc/ssl/certs`).
+        public var caFile: String?
+        /// PEM client certificate and its key, for brokers that authenticate clients by certificate.
+        public var certificateFile: String?
+        public var keyFile: String?
+
+        public init(caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil) {
+            self.caFile = caFile
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+        }
+    }
 
     /// A configuration for `127.0.0.1:1883` with all defaults.
     public init(clientID: String) {
@@ -42,8 +60,8 @@ public struct MQTTConfiguration: Sendable {
 
     /// Parses `mqtt://[user[:password]@]host[:port][/]`.
     ///
-    /// The port defaults to 1883; user and password are percent-decoded; IPv6 hosts are written in
-    /// brackets (`mqtt://[::1]:1883`). `mqtts://` is rejected until TLS is supported.
+    /// The port defaults to 1883 (8883 for `mqtts://`, which turns on ``tls`` with the system's CAs);
+    /// user and password are percent-decoded; IPv6 hosts are written in brackets (`mqtt://[::1]:1883`).
     public init(url: String, clientID: String) throws(MQTTError) {
         self.init(clientID: clientID)
         let parsed = try MQTTURLParser.parse(url)
@@ -51,11 +69,12 @@ public struct MQTTConfiguration: Sendable {
         port = parsed.port
         username = parsed.username
         password = parsed.password
+        if parsed.tls { tls = TLS() }
     }
 
     /// The broker URL with the password replaced by `***`, for logs.
     public var redactedURL: String {
-        var text = "mqtt://"
+        var text = tls == nil ? "mqtt://" : "mqtts://"
         if let username {
             text += MQTTURLParser.percentEncode(username)
             if password != nil { text += ":***" }
@@ -76,6 +95,7 @@ enum MQTTURLParser {
         var port: Int
         var username: String?
         var password: String?
+        var tls = false
     }
 
     static func parse(_ url: String) throws(MQTTError) -> Parsed {
@@ -84,13 +104,14 @@ enum MQTTURLParser {
             throw invalid("expected mqtt://[user[:password]@]host[:port]")
         }
         let scheme = url[..<schemeEnd.lowerBound].lowercased()
+        let tls: Bool
         switch scheme {
         case "mqtt", "tcp":
-            break
+            tls = false
         case "mqtts", "ssl", "tls":
-            throw MQTTError(code: .invalidURL, message: "invalid MQTT URL: \(scheme):// (TLS) is not supported yet")
+            tls = true
         default:
-            throw invalid("unsupported scheme \"\(scheme)\", expected mqtt://")
+            throw invalid("unsupported scheme \"\(scheme)\", expected mqtt:// or mqtts://")
         }
         var authority = url[schemeEnd.upperBound...]
         if let slash = authority.firstIndex(of: "/") {
@@ -138,7 +159,7 @@ enum MQTTURLParser {
             throw invalid("bad character in host")
         }
 
-        var port = 1883
+        var port = tls ? 8883 : 1883
         if let portText {
             guard let value = Int(portText), portText.allSatisfy({ $0.isASCII && $0.isNumber }),
                 (1...65_535).contains(value)
@@ -147,7 +168,7 @@ enum MQTTURLParser {
             }
             port = value
         }
-        return Parsed(host: String(host), port: port, username: username, password: password)
+        return Parsed(host: String(host), port: port, username: username, password: password, tls: tls)
     }
 
     private static func invalid(_ reason: String) -> MQTTError {

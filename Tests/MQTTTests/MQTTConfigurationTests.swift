@@ -41,7 +41,6 @@ struct MQTTConfigurationTests {
 
     @Test(arguments: [
         "http://broker:1883",
-        "mqtts://broker:8883",
         "broker:1883",
         "mqtt://",
         "mqtt://:1883",
@@ -68,12 +67,13 @@ struct MQTTConfigurationTests {
         }
     }
 
-    @Test func tlsIsRejectedWithAClearMessage() {
-        #expect {
-            _ = try MQTTConfiguration(url: "mqtts://broker:8883", clientID: "id")
-        } throws: { error in
-            (error as? MQTTError)?.message.contains("TLS") == true
-        }
+    @Test func mqttsTurnsOnTLSWithItsDefaultPort() throws {
+        let secure = try MQTTConfiguration(url: "mqtts://u:p@broker", clientID: "id")
+        #expect(secure.port == 8883)
+        #expect(secure.tls == MQTTConfiguration.TLS())
+        #expect(secure.redactedURL == "mqtts://u:***@broker:8883")
+        #expect(try MQTTConfiguration(url: "mqtts://broker:9000", clientID: "id").port == 9000)
+        #expect(try MQTTConfiguration(url: "mqtt://broker", clientID: "id").tls == nil)
     }
 
     @Test func redactedURLHidesThePassword() throws {

@@ -155,6 +155,11 @@ extension ConfigurationKey {
         .int(
             "mqtt.receive_maximum", \.mqtt.receiveMaximum, 1...65_535,
             "QoS 1 messages the broker may have in flight to outletd"),
+        .string(
+            "mqtt.tls_ca_file", \.mqtt.tlsCAFile, "PEM CA file for the broker's certificate (turns TLS on)",
+            nonEmpty: false),
+        .string("mqtt.tls_cert_file", \.mqtt.tlsCertificateFile, "PEM client certificate (TLS)", nonEmpty: false),
+        .string("mqtt.tls_key_file", \.mqtt.tlsKeyFile, "PEM key of the client certificate (TLS)", nonEmpty: false),
         .int(
             "ingest.batch_max_rows", \.ingest.batchMaxRows, 1...1_000_000,
             "write a batch when it holds this many rows"),

@@ -183,6 +183,16 @@ public struct ConfigurationLoader: Sendable {
         } catch {
             problems.append(Problem(source: "configuration", key: "mqtt.url", message: error.message))
         }
+        let mqtt = configuration.mqtt
+        require(
+            mqtt.tlsCertificateFile.isEmpty == mqtt.tlsKeyFile.isEmpty, "mqtt.tls_cert_file",
+            "mqtt.tls_cert_file and mqtt.tls_key_file go together")
+        for (key, file) in [
+            ("mqtt.tls_ca_file", mqtt.tlsCAFile), ("mqtt.tls_cert_file", mqtt.tlsCertificateFile),
+            ("mqtt.tls_key_file", mqtt.tlsKeyFile),
+        ] where !file.isEmpty {
+            require(FileManager.default.isReadableFile(atPath: file), key, "cannot read \(file)")
+        }
         let listen = configuration.http.listen
         require(
             listen.isEmpty || HealthServer.parse(listen: listen) != nil, "http.listen",

@@ -43,6 +43,11 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var reconnectDelayMaxSeconds = 30
         /// QoS 1 messages the broker may have in flight to this instance.
         public var receiveMaximum = 1_000
+        /// TLS: CA file to verify the broker with (empty: the system's CAs, for `mqtts://`).
+        public var tlsCAFile = ""
+        /// TLS client certificate and key (PEM), for brokers that want one.
+        public var tlsCertificateFile = ""
+        public var tlsKeyFile = ""
     }
 
     /// The path from broker to database.

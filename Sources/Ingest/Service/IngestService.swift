@@ -140,6 +140,7 @@ public final class IngestService: Service, Sendable {
         mqtt.reconnectDelayMin = configuration.mqtt.reconnectDelayMinSeconds
         mqtt.reconnectDelayMax = configuration.mqtt.reconnectDelayMaxSeconds
         mqtt.receiveMaximum = configuration.mqtt.receiveMaximum
+        mqtt.tls = Self.tls(configuration.mqtt, base: mqtt.tls)
         mqtt.will = MQTTMessage.Will(topic: statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
         let metrics = self.metrics
         // Runs on libmosquitto's network thread; the PUBACK leaves after it returns. It blocks
@@ -148,6 +149,18 @@ public final class IngestService: Service, Sendable {
             metrics.messageReceived()
             queue.append(RawMessage(topic: message.topic, payload: message.payload, receivedAt: Date()))
         }
+    }
+
+    /// TLS settings: on for `mqtts://` or when any `mqtt.tls_*` file is configured.
+    static func tls(_ settings: OutletdConfiguration.MQTTSettings, base: MQTTConfiguration.TLS?)
+        -> MQTTConfiguration.TLS?
+    {
+        let files = [settings.tlsCAFile, settings.tlsCertificateFile, settings.tlsKeyFile]
+        guard base != nil || files.contains(where: { !$0.isEmpty }) else { return nil }
+        func file(_ path: String) -> String? { path.isEmpty ? nil : path }
+        return MQTTConfiguration.TLS(
+            caFile: file(settings.tlsCAFile), certificateFile: file(settings.tlsCertificateFile),
+            keyFile: file(settings.tlsKeyFile))
     }
 
     /// Connects (retrying while the database is down) and applies or checks migrations.
