@@ -171,6 +171,9 @@ final class OutletdProcess: Sendable {
         environment["OUTLETD_MQTT_URL"] = configuration.mqtt.url
         environment["OUTLETD_MQTT_TOPIC_PREFIX"] = configuration.mqtt.topicPrefix
         environment["OUTLETD_INSTANCE_ID"] = configuration.instanceID
+        environment["OUTLETD_SPOOL_DIRECTORY"] = configuration.spool.directory
+        environment["OUTLETD_SPOOL_SEGMENT_BYTES"] = String(configuration.spool.segmentBytes)
+        environment["OUTLETD_SPOOL_MAX_BYTES"] = String(configuration.spool.maxBytes)
         environment["OUTLETD_INGEST_BATCH_MAX_DELAY_MS"] = "50"
         environment.merge(extraEnvironment) { $1 }
         // In the test stack's folder, which goes away when the test process exits.

@@ -27,6 +27,10 @@ enum Harness {
         configuration.mqtt.url = try TestStack.shared().mqttURL
         configuration.mqtt.topicPrefix = TestStack.uniqueName("p") + "/outlets"
         configuration.instanceID = TestStack.uniqueName("outletd-test-")
+        // In the test stack's folder, which goes away when the test process exits.
+        configuration.spool.directory = "\(try TestStack.shared().directory)/spool-\(configuration.instanceID)"
+        configuration.spool.segmentBytes = 256 * 1024
+        configuration.spool.maxBytes = 64 << 20
         configuration.ingest.batchMaxDelayMilliseconds = 50
         configuration.rejections.logIntervalSeconds = 3_600
         return configuration
