@@ -12,8 +12,8 @@ import Testing
 /// pointing at the test stack, an in-process service or an `outletd` process, and a publisher.
 enum Harness {
     /// A fresh, migrated database; returns its connection string.
-    static func migratedDatabase() throws -> String {
-        let url = try TestStack.shared().createDatabase()
+    static func migratedDatabase(on stack: TestStack? = nil) throws -> String {
+        let url = try (stack ?? TestStack.shared()).createDatabase()
         let connection = try PostgresConnection(connectionString: url)
         defer { connection.close() }
         try Migrator().migrate(connection)
@@ -96,9 +96,9 @@ enum Harness {
     }
 
     /// A publisher that counts broker acknowledgements.
-    static func publisher() throws -> MQTTClient {
+    static func publisher(on stack: TestStack? = nil) throws -> MQTTClient {
         var configuration = try MQTTConfiguration(
-            url: TestStack.shared().mqttURL, clientID: TestStack.uniqueName("pub-"))
+            url: (stack ?? TestStack.shared()).mqttURL, clientID: TestStack.uniqueName("pub-"))
         configuration.cleanStart = true
         configuration.sessionExpiryInterval = 0
         let client = try MQTTClient(configuration: configuration) { _ in }
