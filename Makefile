@@ -1,17 +1,27 @@
 # outletd — the two commands of README.md, and the pieces behind them.
 SWIFT ?= swift
 
-.PHONY: run test deps build sql lint format clean
+.PHONY: run test deps build sql lint format clean chaos chaos-short
 
 ## make run: install what is missing, start a throwaway mosquitto + PostgreSQL, outletd and
 ## simulated outlets, and show the per-outlet summary updating (Ctrl-C stops everything).
 run: deps
 	scripts/demo
 
-## make test: install what is missing, build, run every test (they start their own servers).
+## make test: install what is missing, build, run every test (they start their own servers),
+## then the short chaos run (kill -9, PostgreSQL and mosquitto restarts; under a minute).
 test: deps lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
+	scripts/chaos --short
+
+## make chaos: the full chaos run (about 3 minutes): 5 × kill -9, PostgreSQL restarted twice
+## (once down 30 s), mosquitto restarted; prints acknowledged/stored/lost/duplicated.
+chaos: deps
+	scripts/chaos
+
+chaos-short: deps
+	scripts/chaos --short
 
 ## make lint: the one formatter (.swift-format: 4 spaces, 120 columns); make format fixes.
 lint:
