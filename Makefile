@@ -15,7 +15,7 @@ test: deps lint
 	$(SWIFT) test
 	scripts/chaos --short
 
-## make chaos: the full chaos run (about 3 minutes): 5 × kill -9, PostgreSQL restarted twice
+## make chaos: the full chaos run (about 2 minutes): 5 × kill -9, PostgreSQL restarted twice
 ## (once down 30 s), mosquitto restarted; prints acknowledged/stored/lost/duplicated.
 chaos: deps
 	scripts/chaos
