@@ -164,8 +164,15 @@ import Testing
         }
         #expect(output.contains("registered 5 new outlets"))
         #expect(output.contains("published 20, acknowledged 20"), "\(output)")
-        try await Harness.waitUntil(timeout: 30, "20 samples") {
-            try Harness.count(url, "SELECT sum(sample_count) FROM device_power_summary") == 20
+        do {
+            try await Harness.waitUntil(timeout: 30, "20 samples") {
+                try Harness.count(url, "SELECT sum(sample_count) FROM device_power_summary") == 20
+            }
+        } catch {
+            let rejections = try Harness.scalar(
+                url, "SELECT string_agg(reason || '=' || count, ', ') FROM rejection_counts")
+            Issue.record("\(error); rejections: \(rejections)\n\(daemon.output)")
+            throw error
         }
         #expect(
             try Harness.scalar(url, "SELECT string_agg(DISTINCT seq::text, ',' ORDER BY seq::text) FROM samples")

@@ -124,7 +124,7 @@ public final class BatchWriter: Sendable {
                     continue
                 }
                 for record in records {
-                    let classified = writer.classifier.classify(record.message, lookup: writer.registry.lookup)
+                    let classified = writer.classifier.classify(record.message) { lookUp($0) }
                     logRejections(classified, record.message)
                     batch.add(classified, of: record.message)
                     batchEnd = record.end
@@ -215,6 +215,28 @@ public final class BatchWriter: Sendable {
                     Thread.sleep(forTimeInterval: delay)
                 }
             }
+        }
+
+        /// Codes asked from the database because the registry did not know them, and when.
+        var unknownCodesChecked: [String: Date] = [:]
+
+        /// The registry's entry; for a code it does not know, the database's, at most once per code
+        /// every 5 s. An outlet registered a moment before its first reading then counts as known
+        /// even if the NOTIFY has not reached the registry listener yet.
+        mutating func lookUp(_ code: String) -> RegisteredDevice? {
+            if let device = writer.registry.lookup(code) { return device }
+            let now = Date()
+            if let checked = unknownCodesChecked[code], now.timeIntervalSince(checked) < 5 { return nil }
+            if unknownCodesChecked.count >= 10_000 {
+                unknownCodesChecked = unknownCodesChecked.filter { now.timeIntervalSince($0.value) < 5 }
+                if unknownCodesChecked.count >= 10_000 { return nil }  // a flood of unknown codes: no more queries
+            }
+            unknownCodesChecked[code] = now
+            guard let connection, let device = try? DeviceStore(connection: connection).registryEntry(code) else {
+                return nil
+            }
+            writer.registry.update(code, device)
+            return device
         }
 
         mutating func dropConnectionIfBroken(after error: any Error) {
