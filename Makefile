@@ -1,14 +1,15 @@
 # outletd — the two commands of README.md, and the pieces behind them.
 SWIFT ?= swift
 
-.PHONY: run test deps build sql lint format fuzz clean
+.PHONY: run test deps build sql lint format fuzz clean chaos chaos-short
 
 ## make run: install what is missing, start a throwaway mosquitto + PostgreSQL, outletd and
 ## simulated outlets, and show the per-outlet summary updating (Ctrl-C stops everything).
 run: deps
 	scripts/demo
 
-## make test: install what is missing, build, run every test (they start their own servers).
+## make test: install what is missing, build, run every test (they start their own servers),
+## then the short chaos run (kill -9, PostgreSQL and mosquitto restarts; under a minute).
 test: deps lint
 	$(SWIFT) build --build-tests
 	# One test at a time: several tests time real daemons, and on a 2-core machine parallel
@@ -16,11 +17,20 @@ test: deps lint
 	$(SWIFT) test --no-parallel
 	scripts/check-systemd
 	scripts/fuzz 30
+	scripts/chaos --short
 
 ## make fuzz: every libFuzzer target for FUZZ_SECONDS each (default 600).
 FUZZ_SECONDS ?= 600
 fuzz:
 	scripts/fuzz $(FUZZ_SECONDS)
+
+## make chaos: the full chaos run (about 2 minutes): 5 × kill -9, PostgreSQL restarted twice
+## (once down 30 s), mosquitto restarted; prints acknowledged/stored/lost/duplicated.
+chaos: deps
+	scripts/chaos
+
+chaos-short: deps
+	scripts/chaos --short
 
 ## make lint: the one formatter (.swift-format: 4 spaces, 120 columns); make format fixes.
 lint:

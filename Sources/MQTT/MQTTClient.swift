@@ -340,6 +340,9 @@ public final class MQTTClient: Sendable {
             mosquitto_publish_v5(
                 handle.pointer, &mid, topic, Int32(bytes.count), bytes.baseAddress, Int32(qos), retain, nil)
         }
+        // While disconnected libmosquitto still queues a QoS 1/2 message (and sends it after the
+        // reconnect) but answers MOSQ_ERR_NO_CONN: that is not a failure, the message is on its way.
+        if qos > 0 && returnCode == Int32(MOSQ_ERR_NO_CONN.rawValue) { return mid }
         try MQTTError.check(returnCode, "publishing to \(topic)")
         return mid
     }

@@ -84,8 +84,12 @@ import Testing
         BadCase(yaml: "a: [\n", expected: "not valid YAML"),
         BadCase(yaml: "mqtt:\n  url: http://broker\n", expected: "mqtt.url:"),
         BadCase(
-            yaml: "", environment: ["OUTLETD_INGEST_QUEUE_MAX_MESSAGES": "-5"],
-            expected: "environment OUTLETD_INGEST_QUEUE_MAX_MESSAGES: ingest.queue_max_messages: -5 is out of range"),
+            yaml: "", environment: ["OUTLETD_SPOOL_MAX_BYTES": "-5"],
+            expected: "environment OUTLETD_SPOOL_MAX_BYTES: spool.max_bytes: -5 is out of range"),
+        BadCase(yaml: "spool:\n  fsync: sometimes\n", expected: "spool.fsync: expected one of never, interval, always"),
+        BadCase(
+            yaml: "spool:\n  max_bytes: 1000000\n  segment_bytes: 1000000\n",
+            expected: "spool.max_bytes: must be at least twice spool.segment_bytes"),
     ])
     func reportsEachProblemWithItsKey(_ bad: BadCase) throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("outletd-\(UUID()).yaml").path

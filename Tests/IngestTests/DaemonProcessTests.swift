@@ -72,6 +72,77 @@ import Testing
         #expect(try Harness.count(url, "SELECT count(DISTINCT (device_id, seq)) FROM samples") == total)
     }
 
+    /// kill -9 in the middle of a stream, then a restart: every reading the broker handed over is
+    /// stored exactly once (from the spool, or from the broker's session), the totals equal the raw
+    /// samples, and rejections committed before the crash are not counted again by the replay.
+    @Test func sigkillMidStreamStoresEveryReadingOnceAndCountsRejectionsOnce() async throws {
+        let url = try Harness.migratedDatabase()
+        let configuration = try Harness.configuration(databaseURL: url)
+        let codes = (0..<10).map { String(format: "kill-%02d", $0) }
+        try Harness.register(codes, databaseURL: url)
+        let total = 5_000
+        let topicPrefix = configuration.mqtt.topicPrefix
+
+        let first = try OutletdProcess.start(configuration)
+        try await Harness.waitForStatus(configuration, "online")
+        let publisher = try Harness.publisher()
+        defer { publisher.stop() }
+
+        // Rejections (malformed, unknown code), committed before the crash.
+        for _ in 0..<30 { try publisher.publish("\(topicPrefix)/kill-00/telemetry", payload: Array("{".utf8)) }
+        for seq in 0..<20 {
+            try publisher.publish("\(topicPrefix)/ghost-1/telemetry", payload: Payloads.reading(ts: Date(), seq: seq))
+        }
+        try await Harness.waitUntil(timeout: 30, "50 rejections counted") {
+            try Harness.count(url, "SELECT coalesce(sum(count), 0) FROM rejection_counts") == 50
+        }
+
+        let start = Date()
+        let publishing = Task {
+            for n in 0..<total {
+                let seq = n / codes.count
+                try publisher.publish(
+                    "\(topicPrefix)/\(codes[n % codes.count])/telemetry",
+                    payload: Payloads.reading(
+                        power: Double(n % 97), ts: start.addingTimeInterval(Double(seq) * 0.1), seq: seq))
+                if n % 100 == 99 { try await Task.sleep(for: .milliseconds(40)) }
+            }
+        }
+        try await Harness.waitUntil(timeout: 30, "some readings stored") {
+            try Harness.count(url, "SELECT count(*) FROM samples") > 500
+        }
+        first.signal(SIGKILL)
+        _ = try await first.waitForExit(timeout: 30)
+        let storedAtKill = try Harness.count(url, "SELECT count(*) FROM samples")
+        #expect(storedAtKill < total, "the kill should have happened mid-stream")
+
+        try await publishing.value
+        try await Harness.waitUntil(timeout: 60, "broker acknowledgements") {
+            publisher.acknowledgedCount == UInt64(total + 50)
+        }
+        let second = try OutletdProcess.start(configuration)
+        try await Harness.waitUntil(timeout: 60, "every reading stored") {
+            try Harness.count(url, "SELECT count(*) FROM samples") == total
+        }
+        second.signal(SIGTERM)
+        #expect(try await second.waitForExit(timeout: 60) == 0, "\(second.output)")
+        #expect(second.output.contains("resuming from the spool checkpoint"))
+
+        #expect(try Harness.count(url, "SELECT count(DISTINCT (device_id, seq)) FROM samples") == total)
+        #expect(try Harness.count(url, "SELECT sum(sample_count) FROM device_power_totals") == total)
+        #expect(
+            try Harness.scalar(
+                url,
+                """
+                SELECT count(*) FROM device_power_totals t
+                JOIN (SELECT device_id, count(*) AS n, sum(power_watts) AS s, max(power_watts) AS p
+                      FROM samples GROUP BY device_id) r USING (device_id)
+                WHERE t.sample_count = r.n AND t.power_sum_watts = r.s AND t.peak_power_watts = r.p
+                """) == "\(codes.count)")
+        #expect(try Harness.count(url, "SELECT sum(count) FROM rejection_counts") == 50)
+        #expect(try Harness.count(url, "SELECT message_count FROM pending_devices WHERE code = 'ghost-1'") == 20)
+    }
+
     /// The demo's path: `outletd simulate --register` against a running daemon; every reading the broker
     /// acknowledged ends up in the summary, each with its sequence number.
     @Test func simulatorReadingsReachTheSummary() async throws {
@@ -93,8 +164,15 @@ import Testing
         }
         #expect(output.contains("registered 5 new outlets"))
         #expect(output.contains("published 20, acknowledged 20"), "\(output)")
-        try await Harness.waitUntil(timeout: 30, "20 samples") {
-            try Harness.count(url, "SELECT sum(sample_count) FROM device_power_summary") == 20
+        do {
+            try await Harness.waitUntil(timeout: 30, "20 samples") {
+                try Harness.count(url, "SELECT sum(sample_count) FROM device_power_summary") == 20
+            }
+        } catch {
+            let rejections = try Harness.scalar(
+                url, "SELECT string_agg(reason || '=' || count, ', ') FROM rejection_counts")
+            Issue.record("\(error); rejections: \(rejections)\n\(daemon.output)")
+            throw error
         }
         #expect(
             try Harness.scalar(url, "SELECT string_agg(DISTINCT seq::text, ',' ORDER BY seq::text) FROM samples")
@@ -171,6 +249,9 @@ final class OutletdProcess: Sendable {
         environment["OUTLETD_MQTT_URL"] = configuration.mqtt.url
         environment["OUTLETD_MQTT_TOPIC_PREFIX"] = configuration.mqtt.topicPrefix
         environment["OUTLETD_INSTANCE_ID"] = configuration.instanceID
+        environment["OUTLETD_SPOOL_DIRECTORY"] = configuration.spool.directory
+        environment["OUTLETD_SPOOL_SEGMENT_BYTES"] = String(configuration.spool.segmentBytes)
+        environment["OUTLETD_SPOOL_MAX_BYTES"] = String(configuration.spool.maxBytes)
         environment["OUTLETD_INGEST_BATCH_MAX_DELAY_MS"] = "50"
         // Daemons of parallel tests would all want the default HTTP port; tests that need it pass one.
         environment["OUTLETD_HTTP_LISTEN"] = ""

@@ -12,17 +12,12 @@ import Testing
 /// pointing at the test stack, an in-process service or an `outletd` process, and a publisher.
 enum Harness {
     /// A fresh, migrated database; returns its connection string.
-    static func migratedDatabase() throws -> String {
-        let url = try TestStack.shared().createDatabase()
-        try migrate(url)
-        return url
-    }
-
-    /// Applies every migration to the database at `url`.
-    static func migrate(_ url: String) throws {
+    static func migratedDatabase(on stack: TestStack? = nil) throws -> String {
+        let url = try (stack ?? TestStack.shared()).createDatabase()
         let connection = try PostgresConnection(connectionString: url)
         defer { connection.close() }
         try Migrator().migrate(connection)
+        return url
     }
 
     /// A configuration for one test: its own database, topic prefix and instance id.
@@ -32,6 +27,10 @@ enum Harness {
         configuration.mqtt.url = try TestStack.shared().mqttURL
         configuration.mqtt.topicPrefix = TestStack.uniqueName("p") + "/outlets"
         configuration.instanceID = TestStack.uniqueName("outletd-test-")
+        // In the test stack's folder, which goes away when the test process exits.
+        configuration.spool.directory = "\(try TestStack.shared().directory)/spool-\(configuration.instanceID)"
+        configuration.spool.segmentBytes = 256 * 1024
+        configuration.spool.maxBytes = 64 << 20
         configuration.ingest.batchMaxDelayMilliseconds = 50
         configuration.rejections.logIntervalSeconds = 3_600
         return configuration
@@ -96,10 +95,10 @@ enum Harness {
         throw HarnessError("timed out after \(timeout) s waiting for \(what())")
     }
 
-    /// A publisher that counts broker acknowledgements (on the shared stack's broker by default).
-    static func publisher(url: String? = nil) throws -> MQTTClient {
+    /// A publisher that counts broker acknowledgements.
+    static func publisher(on stack: TestStack? = nil) throws -> MQTTClient {
         var configuration = try MQTTConfiguration(
-            url: url ?? TestStack.shared().mqttURL, clientID: TestStack.uniqueName("pub-"))
+            url: (stack ?? TestStack.shared()).mqttURL, clientID: TestStack.uniqueName("pub-"))
         configuration.cleanStart = true
         configuration.sessionExpiryInterval = 0
         let client = try MQTTClient(configuration: configuration) { _ in }

@@ -32,7 +32,7 @@ import Testing
         var snapshot = IngestMetrics.Snapshot()
         snapshot.brokerConnected = example.broker
         snapshot.databaseConnected = example.database
-        snapshot.backlogMessages = example.backlog
+        snapshot.spoolRecordsPending = example.backlog
         let readiness = Readiness.evaluate(snapshot, maxBacklogMessages: 100)
         #expect(readiness.reasons == example.reasons)
         #expect(readiness.isReady == example.reasons.isEmpty)
@@ -72,8 +72,7 @@ import Testing
     @Test func servesMetricsHealthAndReadinessThroughAnOutage() async throws {
         let stack = try TestStack.startPrivate()
         defer { stack.stop() }
-        let url = try stack.createDatabase()
-        try Harness.migrate(url)
+        let url = try Harness.migratedDatabase(on: stack)
         var configuration = try Harness.configuration(databaseURL: url)
         configuration.mqtt.url = stack.mqttURL
         try Harness.register(["plug-1"], databaseURL: url)
@@ -85,7 +84,7 @@ import Testing
         #expect(HTTPProbe.get(port: port, path: "/healthz")?.status == 200)
         try await Harness.waitUntil(timeout: 10, "ready") { HTTPProbe.get(port: port, path: "/readyz")?.status == 200 }
 
-        let publisher = try Harness.publisher(url: stack.mqttURL)
+        let publisher = try Harness.publisher(on: stack)
         defer { publisher.stop() }
         try await publisher.publishAcknowledged(
             "\(configuration.mqtt.topicPrefix)/plug-1/telemetry", payload: Payloads.reading(ts: Date(), seq: 1))

@@ -166,15 +166,22 @@ extension ConfigurationKey {
         .int(
             "ingest.batch_max_delay_ms", \.ingest.batchMaxDelayMilliseconds, 1...60_000,
             "…or when its oldest row waited this long, milliseconds"),
-        .int(
-            "ingest.queue_max_messages", \.ingest.queueMaxMessages, 1...100_000_000,
-            "received, not yet written messages before intake waits"),
-        .int(
-            "ingest.queue_max_bytes", \.ingest.queueMaxBytes, 65_536...(1 << 40),
-            "the same bound in payload bytes"),
         .double(
             "ingest.shutdown_flush_timeout_seconds", \.ingest.shutdownFlushTimeoutSeconds, 0...86_400,
             "on SIGTERM, how long to keep trying to write what was received"),
+        .string("spool.directory", \.spool.directory, "directory of the spool's segment files"),
+        .int(
+            "spool.max_bytes", \.spool.maxBytes, 131_072...(1 << 50),
+            "spool size at which intake waits (the broker queues), bytes"),
+        .int(
+            "spool.segment_bytes", \.spool.segmentBytes, 65_536...(1 << 40),
+            "size at which a new segment file is started, bytes"),
+        .choice(
+            "spool.fsync", \.spool.fsync, Spool.FsyncPolicy.allCases.map(\.rawValue),
+            "when appended records are forced to the disk"),
+        .int(
+            "spool.fsync_interval_ms", \.spool.fsyncIntervalMilliseconds, 1...3_600_000,
+            "with fsync: interval, how often, milliseconds"),
         .double("validation.voltage_min", \.validation.voltageMinVolts, -1e6...1e6, "lowest accepted voltage, V"),
         .double("validation.voltage_max", \.validation.voltageMaxVolts, -1e6...1e6, "highest accepted voltage, V"),
         .double("validation.current_min", \.validation.currentMinAmperes, -1e6...1e6, "lowest accepted current, A"),

@@ -165,6 +165,9 @@ public struct ConfigurationLoader: Sendable {
         func require(_ condition: Bool, _ key: String, _ message: String) {
             if !condition { problems.append(Problem(source: "configuration", key: key, message: message)) }
         }
+        require(
+            configuration.spool.maxBytes >= 2 * configuration.spool.segmentBytes, "spool.max_bytes",
+            "must be at least twice spool.segment_bytes (a partly read segment cannot be deleted)")
         let validation = configuration.validation
         require(
             validation.voltageMinVolts <= validation.voltageMaxVolts, "validation.voltage_min",

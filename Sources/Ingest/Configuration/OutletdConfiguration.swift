@@ -11,6 +11,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public var database = Database()
     public var mqtt = MQTTSettings()
     public var ingest = IngestSettings()
+    public var spool = SpoolSettings()
     public var validation = ValidationSettings()
     public var rejections = RejectionSettings()
     public var registry = RegistrySettings()
@@ -56,12 +57,31 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var batchMaxRows = 5_000
         /// …or when its oldest row has waited this long, milliseconds.
         public var batchMaxDelayMilliseconds = 100
-        /// Messages received but not yet written; when full, intake waits (the broker queues).
-        public var queueMaxMessages = 100_000
-        /// The same bound in payload bytes.
-        public var queueMaxBytes = 64 * 1024 * 1024
         /// On SIGTERM, how long to keep trying to write what was received before giving up.
         public var shutdownFlushTimeoutSeconds = 60.0
+    }
+
+    /// The durable spool between the MQTT callback and the writer (see ``Spool``).
+    public struct SpoolSettings: Sendable, Equatable {
+        /// Directory of the segment files; one per instance.
+        public var directory = "/var/lib/outletd/spool"
+        /// When the segment files hold this much, intake waits (the broker queues), bytes.
+        public var maxBytes = 1 << 30
+        /// A new segment file is started at this size; a segment is deleted once fully
+        /// committed, bytes.
+        public var segmentBytes = 64 << 20
+        /// `never`, `interval` or `always`: when appended records are forced to the disk.
+        public var fsync = "never"
+        /// With `fsync: interval`, how often, milliseconds.
+        public var fsyncIntervalMilliseconds = 1_000
+
+        /// The same as ``Spool`` takes them.
+        public var settings: Spool.Settings {
+            Spool.Settings(
+                directory: directory, maxBytes: Int64(maxBytes), segmentBytes: Int64(segmentBytes),
+                fsync: Spool.FsyncPolicy(rawValue: fsync) ?? .never,
+                fsyncIntervalMilliseconds: fsyncIntervalMilliseconds)
+        }
     }
 
     /// Bounds a reading must keep (see ``Telemetry/ValidationLimits``).

@@ -52,11 +52,12 @@ public enum PrometheusExposition {
             "database_connected", "gauge", "1 while the writer reaches PostgreSQL.",
             [("", snapshot.databaseConnected ? "1" : "0")])
         metric(
-            "backlog_messages", "gauge", "Messages received but not yet written.",
-            [("", String(snapshot.backlogMessages))])
+            "spool_records_pending", "gauge", "Messages in the spool not yet committed to PostgreSQL.",
+            [("", String(snapshot.spoolRecordsPending))])
+        metric("spool_bytes", "gauge", "Bytes of the spool's segment files.", [("", String(snapshot.spoolBytes))])
         metric(
-            "backlog_bytes", "gauge", "Payload bytes received but not yet written.",
-            [("", String(snapshot.backlogBytes))])
+            "spool_oldest_record_age_seconds", "gauge", "How long the oldest uncommitted message has waited.",
+            [("", number(snapshot.spoolOldestRecordAgeSeconds))])
         metric("info", "gauge", "This instance.", [("{instance=\"\(escape(instance))\"}", "1")])
         return text
     }

@@ -9,8 +9,8 @@ public struct Readiness: Sendable, Equatable {
         var reasons: [String] = []
         if !snapshot.brokerConnected { reasons.append("broker disconnected") }
         if !snapshot.databaseConnected { reasons.append("database unreachable") }
-        if snapshot.backlogMessages > maxBacklogMessages {
-            reasons.append("backlog of \(snapshot.backlogMessages) messages is over \(maxBacklogMessages)")
+        if snapshot.spoolRecordsPending > maxBacklogMessages {
+            reasons.append("backlog of \(snapshot.spoolRecordsPending) messages is over \(maxBacklogMessages)")
         }
         return Readiness(reasons: reasons)
     }

@@ -5,11 +5,12 @@ import Postgres
 import ServiceLifecycle
 import Telemetry
 
-/// The daemon: MQTT intake → queue → batch writer → PostgreSQL, plus the registry listener.
+/// The daemon: MQTT intake → durable spool → batch writer → PostgreSQL, plus the registry listener.
 ///
-/// Start order: database (migrations), registry, writer, broker. On graceful shutdown (SIGTERM,
-/// SIGINT) the reverse: intake stops first (no message is taken that will not be written), the
-/// writer drains everything received, then the registry listener ends.
+/// Start order: database (migrations), spool, registry, writer, broker. On graceful shutdown
+/// (SIGTERM, SIGINT) the reverse: intake stops first, the writer writes what the spool holds
+/// (within `ingest.shutdown_flush_timeout_seconds`; the rest stays in the spool for the next
+/// start), then the registry listener ends.
 public final class IngestService: Service, Sendable {
     public let configuration: OutletdConfiguration
     public let metrics = IngestMetrics()
@@ -46,10 +47,12 @@ public final class IngestService: Service, Sendable {
             logger: logger, metrics: metrics)
         registryListener.start()
 
-        let queue = IntakeQueue(
-            maxMessages: configuration.ingest.queueMaxMessages, maxBytes: configuration.ingest.queueMaxBytes)
+        let spool = try await Blocking.run("outletd-spool-open") {
+            try Spool.open(configuration.spool.settings, logger: logger)
+        }
+        metrics.observe(spool)
         let writer = BatchWriter(
-            queue: queue, registry: registry,
+            spool: spool, registry: registry,
             classifier: MessageClassifier(
                 topicPrefix: configuration.mqtt.topicPrefix, limits: configuration.validation.limits),
             store: BatchStore(
@@ -59,7 +62,7 @@ public final class IngestService: Service, Sendable {
             metrics: metrics, logger: logger)
         writer.start()
 
-        let client = try makeMQTTClient(queue: queue)
+        let client = try makeMQTTClient(spool: spool)
         client.setSubscriptions(subscriptions.map { (filter: $0, qos: 1) })
         let statusTopic = self.statusTopic
         let notifier = SystemdNotifier()
@@ -97,6 +100,7 @@ public final class IngestService: Service, Sendable {
                 "instance": "\(configuration.instanceID)",
                 "broker": "\(redactedMQTTURL)",
                 "database": "\(redactConnectionString(configuration.database.url))",
+                "spool": "\(configuration.spool.directory)", "fsync": "\(configuration.spool.fsync)",
             ])
         let statistics = Task { await self.logStatistics(every: 60) }
         let watchdog = Task { await Self.feedWatchdog(notifier, writer: writer.heartbeat, logger: logger) }
@@ -109,9 +113,13 @@ public final class IngestService: Service, Sendable {
         watchdog.cancel()
         events.cancel()
         _ = try? client.publish(statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
-        client.stop()
-        queue.close()
+        // A callback waiting on a full spool must finish before the MQTT loop can stop, and what it
+        // holds must still be stored (its PUBACK follows).
+        spool.liftSizeLimit()
+        _ = try? await Blocking.run("outletd-mqtt-stop") { client.stop() }
+        spool.stopIntake()
         let unwritten = await writer.finish()
+        spool.close()
         await registryListener.stop()
         statistics.cancel()
         let final = metrics.snapshot()
@@ -122,8 +130,9 @@ public final class IngestService: Service, Sendable {
                 "duplicates": "\(final.readingsDuplicate)", "rejected": "\(final.rejectedTotal)",
             ])
         if unwritten > 0 {
-            throw Failure(
-                description: "\(unwritten) received messages could not be written before the shutdown timeout")
+            logger.notice(
+                "records left in the spool for the next start (the database did not take them in time)",
+                metadata: ["records": "\(unwritten)"])
         }
     }
 
@@ -132,7 +141,7 @@ public final class IngestService: Service, Sendable {
             ?? "(invalid URL)"
     }
 
-    func makeMQTTClient(queue: IntakeQueue) throws -> MQTTClient {
+    func makeMQTTClient(spool: Spool) throws -> MQTTClient {
         var mqtt = try MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID)
         mqtt.cleanStart = false
         mqtt.sessionExpiryInterval = UInt32(clamping: configuration.mqtt.sessionExpirySeconds)
@@ -143,11 +152,12 @@ public final class IngestService: Service, Sendable {
         mqtt.tls = Self.tls(configuration.mqtt, base: mqtt.tls)
         mqtt.will = MQTTMessage.Will(topic: statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
         let metrics = self.metrics
-        // Runs on libmosquitto's network thread; the PUBACK leaves after it returns. It blocks
-        // while the queue is full (backpressure).
+        // Runs on libmosquitto's network thread; the PUBACK leaves after it returns, so only once
+        // the message is in the spool. It blocks while the spool is full or the disk refuses
+        // (backpressure: the broker queues).
         return try MQTTClient(configuration: mqtt) { message in
             metrics.messageReceived()
-            queue.append(RawMessage(topic: message.topic, payload: message.payload, receivedAt: Date()))
+            spool.append(RawMessage(topic: message.topic, payload: message.payload, receivedAt: Date()))
         }
     }
 
@@ -223,13 +233,15 @@ public final class IngestService: Service, Sendable {
         while !Task.isCancelled {
             do { try await Task.sleep(for: .seconds(seconds)) } catch { return }
             let now = metrics.snapshot()
-            guard now.messagesReceived != previous.messagesReceived else { continue }
+            guard now.messagesReceived != previous.messagesReceived || now.spoolRecordsPending > 0 else { continue }
             var metadata: Logger.Metadata = [
                 "received": "\(now.messagesReceived - previous.messagesReceived)",
                 "stored": "\(now.readingsStored - previous.readingsStored)",
                 "duplicates": "\(now.readingsDuplicate - previous.readingsDuplicate)",
                 "rejected": "\(now.rejectedTotal - previous.rejectedTotal)",
                 "batches": "\(now.batchesCommitted - previous.batchesCommitted)",
+                "spool_bytes": "\(now.spoolBytes)", "spool_records": "\(now.spoolRecordsPending)",
+                "spool_oldest_age_s": "\(String(format: "%.1f", now.spoolOldestRecordAgeSeconds))",
             ]
             for (reason, count) in now.rejected where count != previous.rejected[reason] {
                 metadata["rejected_\(reason.rawValue)"] = "\(count - (previous.rejected[reason] ?? 0))"

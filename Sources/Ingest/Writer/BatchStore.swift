@@ -49,8 +49,12 @@ public struct BatchStore: Sendable {
         static let moveSamples = "outletd_move_samples"
     }
 
-    /// Writes the batch in one transaction. Throws without committing anything on error.
-    public func write(_ batch: Batch, to connection: PostgresConnection) throws -> Outcome {
+    /// Writes the batch in one transaction, with `checkpoint` (the spool position just after the
+    /// batch's last record) as `instanceID`'s row of `ingest_checkpoints`. Throws without
+    /// committing anything on error.
+    public func write(
+        _ batch: Batch, to connection: PostgresConnection, checkpoint: (instanceID: String, SpoolCheckpoint)? = nil
+    ) throws -> Outcome {
         try connection.transaction {
             var inserted = 0
             if !batch.samples.isEmpty {
@@ -68,8 +72,40 @@ public struct BatchStore: Sendable {
             if !batch.pending.isEmpty && pendingDevicesMax > 0 {
                 try writePending(batch, connection)
             }
+            if let (instanceID, checkpoint) = checkpoint {
+                try Self.saveCheckpoint(checkpoint, of: instanceID, connection)
+            }
             return Outcome(inserted: inserted, duplicates: batch.samples.count - inserted)
         }
+    }
+
+    static func saveCheckpoint(
+        _ checkpoint: SpoolCheckpoint, of instanceID: String, _ connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            """
+            INSERT INTO ingest_checkpoints AS c (instance_id, spool_id, segment_id, byte_offset)
+            VALUES ($1, $2, $3, $4)
+            ON CONFLICT (instance_id) DO UPDATE SET spool_id = excluded.spool_id, segment_id = excluded.segment_id,
+                                                    byte_offset = excluded.byte_offset, updated_at = now()
+            """,
+            [
+                instanceID, checkpoint.spoolID, Int64(bitPattern: checkpoint.position.segment),
+                checkpoint.position.offset,
+            ])
+    }
+
+    /// `instanceID`'s stored spool position, or nil before its first batch.
+    public static func loadCheckpoint(of instanceID: String, _ connection: PostgresConnection) throws
+        -> SpoolCheckpoint?
+    {
+        let rows = try connection.execute(
+            "SELECT spool_id, segment_id, byte_offset FROM ingest_checkpoints WHERE instance_id = $1", [instanceID])
+        guard rows.rowCount > 0, let spoolID = rows[0, 0], let segment = try rows.int64(row: 0, column: 1),
+            let offset = try rows.int64(row: 0, column: 2), segment >= 0, offset >= 0
+        else { return nil }
+        return SpoolCheckpoint(
+            spoolID: spoolID, position: SpoolPosition(segment: UInt64(segment), offset: offset))
     }
 
     /// 0001-01-01 to 9999-12-31 in microseconds since the Unix epoch.

@@ -3,13 +3,19 @@ import Logging
 import Postgres
 import Telemetry
 
-/// The writer thread: takes messages from the ``IntakeQueue``, classifies them, and writes them in
-/// batches (at `batchMaxRows` rows or after `batchMaxDelay`), one transaction each.
+/// The writer thread: reads records from the ``Spool``, classifies them, and writes them in
+/// batches (at `batchMaxRows` rows or after `batchMaxDelay`), one transaction each, which also
+/// stores the spool position just after the batch (`ingest_checkpoints`). After the commit the
+/// spool may delete what is now stored.
+///
+/// On start it reads the stored position and resumes there, so a record is processed again only
+/// if its transaction did not commit: samples, totals, rejection counts and pending codes are
+/// each written exactly once.
 ///
 /// libpq blocks, so this runs on a thread of its own, never on Swift's cooperative pool. When the
 /// database is unreachable the batch is kept and retried with capped backoff over a new
 /// connection (its session state — staging table, prepared statements — is created again);
-/// meanwhile the queue fills and then holds the broker back.
+/// meanwhile the spool grows, and when it is full it holds the broker back.
 public final class BatchWriter: Sendable {
     /// How the writer batches and retries.
     public struct Settings: Sendable {
@@ -20,8 +26,11 @@ public final class BatchWriter: Sendable {
         public var rejectionLogInterval: Double
         public var maxStoredRejectionsPerBatch: Int
         public var payloadExcerptBytes: Int
+        /// Names this instance's row of `ingest_checkpoints`.
+        public var instanceID: String
 
         public init(_ configuration: OutletdConfiguration) {
+            instanceID = configuration.instanceID
             batchMaxRows = configuration.ingest.batchMaxRows
             batchMaxDelay = Double(configuration.ingest.batchMaxDelayMilliseconds) / 1_000
             reconnectDelayMax = configuration.database.reconnectDelayMaxSeconds
@@ -32,7 +41,7 @@ public final class BatchWriter: Sendable {
         }
     }
 
-    private let queue: IntakeQueue
+    private let spool: Spool
     private let registry: DeviceRegistry
     private let classifier: MessageClassifier
     private let store: BatchStore
@@ -41,16 +50,15 @@ public final class BatchWriter: Sendable {
     private let metrics: IngestMetrics
     private let logger: Logger
     private let completion = ThreadCompletion()
-    private let outcome = OutcomeBox()
     /// Beats on every turn of the writer's loop, also while it waits for the database; the
     /// systemd watchdog is fed only while it is recent.
     public let heartbeat = Heartbeat()
 
     public init(
-        queue: IntakeQueue, registry: DeviceRegistry, classifier: MessageClassifier, store: BatchStore,
+        spool: Spool, registry: DeviceRegistry, classifier: MessageClassifier, store: BatchStore,
         settings: Settings, connectionString: String, metrics: IngestMetrics, logger: Logger
     ) {
-        self.queue = queue
+        self.spool = spool
         self.registry = registry
         self.classifier = classifier
         self.store = store
@@ -71,11 +79,12 @@ public final class BatchWriter: Sendable {
         thread.start()
     }
 
-    /// Waits until the thread ended (after ``IntakeQueue/close()`` it drains the queue first).
-    /// Returns the number of messages it could not write (0 after a clean drain).
+    /// Waits until the thread ended (after ``Spool/stopIntake()`` it writes what the spool holds
+    /// first, within `shutdownFlushTimeout`). Returns the number of records left in the spool for
+    /// the next start (0 after a clean drain).
     public func finish() async -> Int {
         await completion.wait()
-        return outcome.unwritten
+        return spool.status().recordsPending
     }
 
     /// The writer's mutable state, owned by its thread.
@@ -84,7 +93,10 @@ public final class BatchWriter: Sendable {
         var connection: PostgresConnection?
         var limiter: RejectionLogLimiter
         var shutdownDeadline: Date?
-        var misses = RegistryMissPolicy(lookupsPerSecond: 50, negativeSeconds: 2)
+        var positioned = false
+        /// Where the current batch ends in the spool, and how many records it holds.
+        var batchEnd: SpoolPosition?
+        var batchRecords = 0
 
         init(writer: BatchWriter) {
             self.writer = writer
@@ -100,34 +112,40 @@ public final class BatchWriter: Sendable {
             while true {
                 writer.heartbeat.beat()
                 noteShutdown()
-                guard waitForRegistry() else {
-                    writer.outcome.add(unwritten: batch.messageCount + writer.queue.depth)
-                    return
-                }
+                guard waitForRegistry(), positionSpool() else { return }
                 let now = Date()
                 let deadline =
                     batchStartedAt.map { $0.addingTimeInterval(settings.batchMaxDelay) }
                     ?? now.addingTimeInterval(0.5)
                 let room = max(1, settings.batchMaxRows - batch.rowCount)
-                let messages = writer.queue.take(upTo: room, waitingUntil: deadline)
-                writer.metrics.setBacklog(messages: writer.queue.depth, bytes: writer.queue.depthBytes)
-                for message in messages {
-                    let classified = writer.classifier.classify(message) { lookup($0) }
-                    logRejections(classified, message)
-                    batch.add(classified, of: message)
+                let records: [SpoolRecord]
+                do {
+                    records = try writer.spool.read(upTo: room, waitingUntil: deadline)
+                } catch {
+                    writer.logger.error("cannot read the spool; retrying", metadata: ["error": "\(error)"])
+                    if pastShutdownDeadline { return }
+                    Thread.sleep(forTimeInterval: 1)
+                    continue
+                }
+                for record in records {
+                    let classified = writer.classifier.classify(record.message) { lookUp($0) }
+                    logRejections(classified, record.message)
+                    batch.add(classified, of: record.message)
+                    batchEnd = record.end
+                    batchRecords += 1
                 }
                 if batchStartedAt == nil && !batch.isEmpty { batchStartedAt = Date() }
-                let drained = writer.queue.isClosedAndDrained
+                let drained = writer.spool.isIntakeStoppedAndRead
                 let due = batchStartedAt.map { Date().timeIntervalSince($0) >= settings.batchMaxDelay } ?? false
-                if !batch.isEmpty && (batch.rowCount >= settings.batchMaxRows || due || drained) {
-                    guard flush(batch) else {
-                        writer.outcome.add(unwritten: batch.messageCount + writer.queue.depth)
-                        return
-                    }
+                if let end = batchEnd, batch.rowCount >= settings.batchMaxRows || due || drained {
+                    guard flush(batch, end: end) else { return }
+                    writer.spool.commit(through: end, records: batchRecords)
                     batch = newBatch()
                     batchStartedAt = nil
+                    batchEnd = nil
+                    batchRecords = 0
                 }
-                if drained && batch.isEmpty { return }
+                if drained && batchEnd == nil { return }
             }
         }
 
@@ -138,7 +156,7 @@ public final class BatchWriter: Sendable {
         }
 
         mutating func noteShutdown() {
-            if shutdownDeadline == nil && writer.queue.isClosed {
+            if shutdownDeadline == nil && writer.spool.isIntakeStopped {
                 shutdownDeadline = Date().addingTimeInterval(settings.shutdownFlushTimeout)
             }
         }
@@ -148,23 +166,13 @@ public final class BatchWriter: Sendable {
             return false
         }
 
-        /// The registry, asked first; on a miss the database itself (rate limited), so an outlet
-        /// registered a moment ago is accepted even before its NOTIFY arrived.
-        mutating func lookup(_ code: String) -> RegisteredDevice? {
-            if let device = writer.registry.lookup(code) { return device }
-            guard let connection, misses.shouldLookUp(code, at: Date()) else { return nil }
-            guard let device = try? DeviceStore(connection: connection).registryEntry(code) else { return nil }
-            writer.registry.update(code, device)
-            return device
-        }
-
         /// Classifying before the registry is loaded would reject every code as unknown.
         mutating func waitForRegistry() -> Bool {
             while !writer.registry.isLoaded {
                 writer.heartbeat.beat()
                 noteShutdown()
                 if pastShutdownDeadline { return false }
-                if writer.queue.isClosedAndDrained { return true }
+                if writer.spool.isIntakeStoppedAndRead { return true }
                 Thread.sleep(forTimeInterval: 0.05)
             }
             return true
@@ -183,16 +191,71 @@ public final class BatchWriter: Sendable {
             }
         }
 
-        /// Writes the batch, retrying until it is committed. Returns false only when shutting down
-        /// and the flush timeout passed.
-        mutating func flush(_ batch: Batch) -> Bool {
+        /// Before the first read: resume just after the position stored by the last committed batch.
+        /// Retries while the database is unreachable; false only when shutting down meanwhile.
+        mutating func positionSpool() -> Bool {
+            guard !positioned else { return true }
+            var backoff = Backoff(initial: 0.2, maximum: settings.reconnectDelayMax)
+            while true {
+                noteShutdown()
+                do {
+                    let checkpoint = try BatchStore.loadCheckpoint(of: settings.instanceID, try currentConnection())
+                    try writer.spool.seek(to: checkpoint)
+                    positioned = true
+                    let status = writer.spool.status()
+                    writer.logger.info(
+                        "resuming from the spool checkpoint",
+                        metadata: [
+                            "checkpoint": "\(checkpoint.map { "\($0.position)" } ?? "none")",
+                            "records_pending": "\(status.recordsPending)", "spool_bytes": "\(status.bytes)",
+                        ])
+                    return true
+                } catch {
+                    dropConnectionIfBroken(after: error)
+                    let delay = backoff.nextDelay()
+                    writer.logger.warning(
+                        "cannot read the spool checkpoint; retrying",
+                        metadata: ["error": "\(error)", "retry_in_s": "\(String(format: "%.1f", delay))"])
+                    if pastShutdownDeadline { return false }
+                    sleepBeating(seconds: delay)
+                }
+            }
+        }
+
+        /// When the database may be asked about a code the registry does not know.
+        var misses = RegistryMissPolicy(lookupsPerSecond: 50, negativeSeconds: 2)
+
+        /// The registry's entry; for a code it does not know, the database's (rate limited by
+        /// ``RegistryMissPolicy``). An outlet registered a moment before its first reading then counts
+        /// as known even if the NOTIFY has not reached the registry listener yet.
+        mutating func lookUp(_ code: String) -> RegisteredDevice? {
+            if let device = writer.registry.lookup(code) { return device }
+            guard let connection, misses.shouldLookUp(code, at: Date()) else { return nil }
+            guard let device = try? DeviceStore(connection: connection).registryEntry(code) else { return nil }
+            writer.registry.update(code, device)
+            return device
+        }
+
+        mutating func dropConnectionIfBroken(after error: any Error) {
+            let connectionProblem = (error as? PostgresError)?.isConnectionError ?? false
+            if connectionProblem || connection?.isHealthy == false {
+                connection?.close()
+                connection = nil
+            }
+        }
+
+        /// Writes the batch and the spool position `end` in one transaction, retrying until it is
+        /// committed. Returns false only when shutting down and the flush timeout passed.
+        mutating func flush(_ batch: Batch, end: SpoolPosition) -> Bool {
+            let checkpoint = SpoolCheckpoint(spoolID: writer.spool.identity, position: end)
             var backoff = Backoff(initial: 0.2, maximum: settings.reconnectDelayMax)
             while true {
                 noteShutdown()
                 do {
                     let connection = try currentConnection()
                     let started = ContinuousClock.now
-                    let outcome = try writer.store.write(batch, to: connection)
+                    let outcome = try writer.store.write(
+                        batch, to: connection, checkpoint: (settings.instanceID, checkpoint))
                     let elapsed = ContinuousClock.now - started
                     let seconds =
                         Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -206,10 +269,7 @@ public final class BatchWriter: Sendable {
                 } catch {
                     writer.metrics.databaseError()
                     let connectionProblem = (error as? PostgresError)?.isConnectionError ?? false
-                    if connectionProblem || connection?.isHealthy == false {
-                        connection?.close()
-                        connection = nil
-                    }
+                    dropConnectionIfBroken(after: error)
                     let delay = backoff.nextDelay()
                     writer.logger.warning(
                         connectionProblem
@@ -247,23 +307,5 @@ public final class BatchWriter: Sendable {
             writer.metrics.setDatabaseConnected(true)
             return fresh
         }
-    }
-}
-
-/// The writer's result, set on its thread and read after it ended. Lock-guarded.
-private final class OutcomeBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-
-    func add(unwritten: Int) {
-        lock.lock()
-        count += unwritten
-        lock.unlock()
-    }
-
-    var unwritten: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return count
     }
 }

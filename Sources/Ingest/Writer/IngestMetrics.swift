@@ -1,7 +1,8 @@
 import Foundation
 import Telemetry
 
-/// Counters of the ingest path, since start. One lock guards them, hence `@unchecked Sendable`.
+/// Counters of the ingest path, since start, and the spool's gauges. One lock guards them, hence
+/// `@unchecked Sendable`.
 public final class IngestMetrics: @unchecked Sendable {
     /// A consistent copy of the counters.
     public struct Snapshot: Sendable, Equatable {
@@ -21,9 +22,12 @@ public final class IngestMetrics: @unchecked Sendable {
         public var brokerConnected = false
         /// Whether the writer's last attempt to reach PostgreSQL succeeded.
         public var databaseConnected = false
-        /// Messages received but not yet written, and their payload bytes.
-        public var backlogMessages = 0
-        public var backlogBytes = 0
+        /// Bytes of the spool's segment files.
+        public var spoolBytes: Int64 = 0
+        /// Records received and not yet committed to PostgreSQL.
+        public var spoolRecordsPending: Int = 0
+        /// How long the oldest of them has waited, seconds (0 when none).
+        public var spoolOldestRecordAgeSeconds: Double = 0
 
         public var rejectedTotal: UInt64 { rejected.values.reduce(0, +) }
     }
@@ -49,13 +53,30 @@ public final class IngestMetrics: @unchecked Sendable {
 
     private let lock = NSLock()
     private var state = Snapshot()
+    private var spool: Spool?
 
     public init() {}
 
+    /// The counters, and the spool's gauges as of now.
     public func snapshot() -> Snapshot {
         lock.lock()
-        defer { lock.unlock() }
-        return state
+        var snapshot = state
+        let spool = self.spool
+        lock.unlock()
+        if let status = spool?.status() {
+            snapshot.spoolBytes = status.bytes
+            snapshot.spoolRecordsPending = status.recordsPending
+            snapshot.spoolOldestRecordAgeSeconds =
+                status.oldestPendingReceivedAt.map { max(0, Date().timeIntervalSince($0)) } ?? 0
+        }
+        return snapshot
+    }
+
+    /// Where the spool gauges come from.
+    func observe(_ spool: Spool) {
+        lock.lock()
+        self.spool = spool
+        lock.unlock()
     }
 
     func messageReceived() {
@@ -96,10 +117,4 @@ public final class IngestMetrics: @unchecked Sendable {
         lock.unlock()
     }
 
-    func setBacklog(messages: Int, bytes: Int) {
-        lock.lock()
-        state.backlogMessages = messages
-        state.backlogBytes = bytes
-        lock.unlock()
-    }
 }

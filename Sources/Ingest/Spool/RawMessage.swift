@@ -1,7 +1,6 @@
 import Foundation
 
-/// A message as it came from the broker, before any decoding: what the intake hands to the
-/// writer (and, with the durable spool, what is written to disk).
+/// A message as it came from the broker, before any decoding: what a spool record holds.
 public struct RawMessage: Sendable, Equatable {
     public var topic: String
     public var payload: [UInt8]

@@ -1,0 +1,580 @@
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The durable hand-off between the MQTT callback (producer) and the batch writer (consumer):
+/// append-only segment files of framed, checksummed records in one directory.
+///
+/// - **Append** (libmosquitto's thread): a plain `write` of the record, then return; the PUBACK
+///   leaves after that, so an acknowledged message is in the page cache and survives a crash of
+///   the process (and, with ``FsyncPolicy/always``, of the host). When the spool holds
+///   `maxBytes`, or a write fails (full disk, I/O error), `append` waits and retries: the broker
+///   stops getting PUBACKs and queues for the session. Nothing is acknowledged that is not stored.
+/// - **Read** (the writer's thread): from a cursor, in order. ``commit(through:records:)`` is
+///   called after the records' transaction (which stored the same position in
+///   `ingest_checkpoints`) committed; fully committed segments are deleted.
+/// - **Open**: every segment is verified; a torn or corrupt tail is cut (and logged). Appending
+///   always starts a new segment, so a position committed before a crash never points into
+///   bytes written after it.
+///
+/// Blocking file I/O only: never call it from Swift's cooperative pool. State is guarded by
+/// `appendLock` (the producer's file), `readLock` (the consumer's cursor) and `condition`
+/// (everything both see), hence `@unchecked Sendable`. Lock order: appendLock or readLock, then
+/// condition.
+public final class Spool: @unchecked Sendable {
+    /// When appended bytes are forced to the disk.
+    public enum FsyncPolicy: String, Sendable, CaseIterable {
+        /// Never: the page cache survives a crash of outletd, not a power loss of the host.
+        case never
+        /// Every `fsyncIntervalMilliseconds`: a power loss loses at most that much.
+        case interval
+        /// Before `append` returns (so before the PUBACK): survives a power loss; each message
+        /// costs a disk flush.
+        case always
+    }
+
+    /// Where and how much.
+    public struct Settings: Sendable, Equatable {
+        public var directory: String
+        public var maxBytes: Int64
+        public var segmentBytes: Int64
+        public var fsync: FsyncPolicy
+        public var fsyncIntervalMilliseconds: Int
+
+        public init(
+            directory: String, maxBytes: Int64 = 1 << 30, segmentBytes: Int64 = 64 << 20, fsync: FsyncPolicy = .never,
+            fsyncIntervalMilliseconds: Int = 1_000
+        ) {
+            self.directory = directory
+            self.maxBytes = maxBytes
+            self.segmentBytes = segmentBytes
+            self.fsync = fsync
+            self.fsyncIntervalMilliseconds = fsyncIntervalMilliseconds
+        }
+    }
+
+    /// What the spool holds (for metrics and logs).
+    public struct Status: Sendable, Equatable {
+        /// Bytes of all segment files.
+        public var bytes: Int64
+        /// Records not yet committed to PostgreSQL.
+        public var recordsPending: Int
+        /// Receive time of the oldest record not yet committed.
+        public var oldestPendingReceivedAt: Date?
+    }
+
+    /// One segment file. The last one of ``segments`` is the one appended to.
+    struct Segment: Equatable {
+        var id: UInt64
+        /// Bytes of complete records.
+        var size: Int64
+        var records: Int
+    }
+
+    public let settings: Settings
+    /// This spool's identity (`spool.id`); checkpoints of other spools are ignored.
+    public let identity: String
+    private let logger: Logger
+
+    private let appendLock = NSLock()
+    private var activeFile: SpoolFile
+    private var unsyncedBytes = false
+    private var appendProblem: String?
+
+    private let readLock = NSLock()
+    private var cursor: SpoolPosition
+    private var readFile: (segment: UInt64, file: SpoolFile)?
+
+    private let condition = NSCondition()
+    private var segments: [Segment]
+    private var totalBytes: Int64
+    private var pendingRecords: Int
+    private var committed: SpoolPosition
+    private var intakeStopped = false
+    private var limitLifted = false
+    private var closed = false
+
+    static let identityFile = "spool.id"
+    static let segmentSuffix = ".seg"
+    static let readChunkBytes = 1 << 20
+
+    /// Opens (creating if needed) the spool in `settings.directory`: verifies every segment, cuts
+    /// torn tails, starts a new segment to append to.
+    public static func open(_ settings: Settings, logger: Logger) throws(SpoolError) -> Spool {
+        guard settings.segmentBytes > 0 && settings.maxBytes >= 2 * settings.segmentBytes else {
+            throw SpoolError(.invalidSettings, "max_bytes must be at least two segments (segment_bytes)")
+        }
+        let directory = settings.directory
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw SpoolError.system("create directory \(directory)", EACCES)
+        }
+        var found: [Segment] = []
+        for id in try segmentIDs(in: directory) {
+            found.append(try verify(segment: id, directory: directory, logger: logger))
+        }
+        var identity = (try? String(contentsOfFile: "\(directory)/\(identityFile)", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        if found.isEmpty || identity?.isEmpty != false {
+            // A new (or emptied) spool: a new identity, so no old checkpoint can skip its records.
+            let fresh = UUID().uuidString.lowercased()
+            let file = try SpoolFile(
+                path: "\(directory)/\(identityFile)", flags: O_WRONLY | O_CREAT | O_TRUNC)
+            try file.write(Array((fresh + "\n").utf8), at: 0)
+            try file.sync()
+            identity = fresh
+        }
+        let activeID = (found.last?.id).map { $0 + 1 } ?? 0
+        let active = try SpoolFile(path: path(activeID, in: directory), flags: O_WRONLY | O_CREAT | O_EXCL)
+        try SpoolFile.syncDirectory(directory)
+        found.append(Segment(id: activeID, size: 0, records: 0))
+        let spool = Spool(
+            settings: settings, identity: identity ?? "", logger: logger, segments: found, activeFile: active)
+        if found.count > 1 {
+            logger.info(
+                "spool opened",
+                metadata: [
+                    "directory": "\(directory)", "segments": "\(found.count - 1)",
+                    "records": "\(spool.pendingRecords)", "bytes": "\(spool.totalBytes)",
+                ])
+        }
+        if settings.fsync == .interval { spool.startFlusher() }
+        return spool
+    }
+
+    private init(settings: Settings, identity: String, logger: Logger, segments: [Segment], activeFile: SpoolFile) {
+        self.settings = settings
+        self.identity = identity
+        self.logger = logger
+        self.segments = segments
+        self.activeFile = activeFile
+        self.totalBytes = segments.reduce(0) { $0 + $1.size }
+        self.pendingRecords = segments.reduce(0) { $0 + $1.records }
+        let start = SpoolPosition(segment: segments.first?.id ?? 0, offset: 0)
+        self.cursor = start
+        self.committed = start
+    }
+
+    // MARK: producer
+
+    /// Appends a message, waiting while the spool is full or the disk refuses the write. Returns
+    /// false only after ``close()``: the message was not stored.
+    @discardableResult
+    public func append(_ message: RawMessage) -> Bool {
+        let record = SpoolFraming.encode(message)
+        let length = Int64(record.count)
+        appendLock.lock()
+        defer { appendLock.unlock() }
+        while true {
+            condition.lock()
+            let full = !limitLifted && pendingRecords > 0 && totalBytes + length > settings.maxBytes
+            if full && appendProblem != nil {
+                // Already reported: wait for a commit to free space.
+                _ = condition.wait(until: Date().addingTimeInterval(1))
+                condition.unlock()
+                continue
+            }
+            let isClosed = closed
+            let active = segments[segments.count - 1]
+            condition.unlock()
+            if isClosed { return false }
+            if full {
+                report(
+                    "spool full; intake paused (the broker queues) until the writer frees space",
+                    ["bytes": "\(totalBytesNow)", "max_bytes": "\(settings.maxBytes)"])
+                continue
+            }
+            var offset = active.size
+            do {
+                if active.size > 0 && active.size + length > settings.segmentBytes {
+                    try rollOver(after: active.id)
+                    offset = 0
+                }
+                try activeFile.write(record, at: offset)
+                if settings.fsync == .always { try activeFile.sync() }
+                unsyncedBytes = true
+            } catch {
+                // A partial record must not stay; the retry writes at the same offset anyway.
+                try? activeFile.truncate(to: offset)
+                report(
+                    "spool write failed; intake paused (the broker queues), retrying every second",
+                    ["error": "\(error)", "code": "\(error.code)"])
+                condition.lock()
+                if !closed { _ = condition.wait(until: Date().addingTimeInterval(1)) }
+                condition.unlock()
+                continue
+            }
+            condition.lock()
+            segments[segments.count - 1].size += length
+            segments[segments.count - 1].records += 1
+            totalBytes += length
+            pendingRecords += 1
+            condition.broadcast()
+            condition.unlock()
+            if appendProblem != nil {
+                appendProblem = nil
+                logger.notice("spool intake resumed")
+            }
+            return true
+        }
+    }
+
+    /// Logs a producer problem once per change of problem. Called under `appendLock`.
+    private func report(_ problem: String, _ metadata: Logger.Metadata) {
+        guard appendProblem != problem else { return }
+        appendProblem = problem
+        logger.error("\(problem)", metadata: metadata)
+    }
+
+    private var totalBytesNow: Int64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return totalBytes
+    }
+
+    /// Seals the active segment and starts the next. Called under `appendLock`.
+    private func rollOver(after id: UInt64) throws(SpoolError) {
+        if settings.fsync != .never { try activeFile.sync() }
+        let next = try SpoolFile(path: Self.path(id + 1, in: settings.directory), flags: O_WRONLY | O_CREAT | O_EXCL)
+        if settings.fsync != .never { try SpoolFile.syncDirectory(settings.directory) }
+        activeFile = next
+        condition.lock()
+        segments.append(Segment(id: id + 1, size: 0, records: 0))
+        condition.unlock()
+    }
+
+    private func startFlusher() {
+        let thread = Thread { [self] in
+            let interval = Double(settings.fsyncIntervalMilliseconds) / 1_000
+            while true {
+                condition.lock()
+                if !closed { _ = condition.wait(until: Date().addingTimeInterval(interval)) }
+                let isClosed = closed
+                condition.unlock()
+                if isClosed { return }
+                appendLock.lock()
+                if unsyncedBytes {
+                    do {
+                        try activeFile.sync()
+                        unsyncedBytes = false
+                    } catch {
+                        logger.error("spool fsync failed", metadata: ["error": "\(error)"])
+                    }
+                }
+                appendLock.unlock()
+            }
+        }
+        thread.name = "outletd-spool-fsync"
+        thread.start()
+    }
+
+    /// Intake is over (graceful stop): once everything is read, ``read(upTo:waitingUntil:)``
+    /// returns at once and ``isIntakeStoppedAndRead`` becomes true.
+    public func stopIntake() {
+        condition.lock()
+        intakeStopped = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Lets appends exceed `maxBytes` (the disk permitting). For the stop: the MQTT loop must be able
+    /// to finish its current callback, and what it hands over must still be stored.
+    public func liftSizeLimit() {
+        condition.lock()
+        limitLifted = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    // MARK: consumer
+
+    /// Sets where reading resumes: just after `checkpoint` if it is of this spool, else at the
+    /// oldest record. Deletes segments before it. Call once, before the first read.
+    public func seek(to checkpoint: SpoolCheckpoint?) throws(SpoolError) {
+        readLock.lock()
+        defer { readLock.unlock() }
+        condition.lock()
+        let oldest = SpoolPosition(segment: segments[0].id, offset: 0)
+        var start = oldest
+        if let checkpoint {
+            if checkpoint.spoolID != identity {
+                logger.notice(
+                    "the stored checkpoint is of another spool; reading this spool from its start",
+                    metadata: ["checkpoint_spool": "\(checkpoint.spoolID)", "spool": "\(identity)"])
+            } else if checkpoint.position.segment < oldest.segment {
+                logger.warning(
+                    "the stored checkpoint is before the oldest spool segment; reading from the oldest",
+                    metadata: ["checkpoint": "\(checkpoint.position)", "oldest": "\(oldest)"])
+            } else {
+                start = checkpoint.position
+            }
+        }
+        let startSegment = segments.first { $0.id == start.segment }
+        condition.unlock()
+        condition.lock()
+        var skipped = segments.filter { $0.id < start.segment }.reduce(0) { $0 + $1.records }
+        condition.unlock()
+        if let startSegment, start.offset > 0 {
+            if start.offset > startSegment.size {
+                logger.warning(
+                    "the stored checkpoint is past the end of its spool segment (its tail was cut); continuing after it",
+                    metadata: ["checkpoint": "\(start)", "segment_bytes": "\(startSegment.size)"])
+            }
+            skipped += try Self.scan(
+                path: Self.path(startSegment.id, in: settings.directory), size: startSegment.size,
+                upTo: min(start.offset, startSegment.size)
+            ).records
+        }
+        condition.lock()
+        pendingRecords -= skipped
+        cursor = start
+        committed = start
+        deleteSegments(before: start)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Reads up to `maxRecords` records after the cursor. Waits until at least one is there, intake
+    /// stopped, or `deadline` passes; then returns what is there without waiting more.
+    public func read(upTo maxRecords: Int, waitingUntil deadline: Date) throws(SpoolError) -> [SpoolRecord] {
+        readLock.lock()
+        defer { readLock.unlock() }
+        condition.lock()
+        var segment: Segment
+        while true {
+            normalizeCursor()
+            guard let current = segments.first(where: { $0.id == cursor.segment }) else {
+                condition.unlock()
+                return []
+            }
+            segment = current
+            if segment.size > cursor.offset { break }
+            if intakeStopped || closed || !condition.wait(until: deadline) {
+                condition.unlock()
+                return []
+            }
+        }
+        condition.unlock()
+
+        let file: SpoolFile
+        if let readFile, readFile.segment == segment.id {
+            file = readFile.file
+        } else {
+            file = try SpoolFile(path: Self.path(segment.id, in: settings.directory), flags: O_RDONLY)
+            readFile = (segment.id, file)
+        }
+        var records: [SpoolRecord] = []
+        var position = cursor.offset
+        while records.count < maxRecords && position < segment.size {
+            let want = Int(min(segment.size - position, Int64(Self.readChunkBytes)))
+            var chunk = try file.read(count: want, at: position)
+            var used = 0
+            parsing: while records.count < maxRecords {
+                let decoded = chunk.withUnsafeBytes { SpoolFraming.decode($0, at: used) }
+                switch decoded {
+                case .record(let message, let length):
+                    used += length
+                    records.append(
+                        SpoolRecord(
+                            message: message, end: SpoolPosition(segment: segment.id, offset: position + Int64(used))))
+                case .incomplete(let length):
+                    if used > 0 || position + Int64(length) > segment.size { break parsing }
+                    // One record larger than a chunk: read it whole.
+                    chunk = try file.read(count: length, at: position)
+                case .corrupt(let reason):
+                    // Verified at open and written by us since: only a failing disk gets here.
+                    logger.error(
+                        "spool record unreadable; skipping the rest of its segment",
+                        metadata: [
+                            "segment": "\(segment.id)", "offset": "\(position + Int64(used))", "reason": "\(reason)",
+                            "bytes_skipped": "\(segment.size - position - Int64(used))",
+                        ])
+                    position = segment.size
+                    cursor = SpoolPosition(segment: segment.id, offset: position)
+                    return records
+                }
+            }
+            if used == 0 { break }
+            position += Int64(used)
+        }
+        cursor = SpoolPosition(segment: segment.id, offset: position)
+        return records
+    }
+
+    /// Records up to `position` are committed (with `position` in `ingest_checkpoints`);
+    /// `records` is how many that commit covered. Deletes segments that are now fully committed.
+    public func commit(through position: SpoolPosition, records: Int) {
+        condition.lock()
+        committed = max(committed, position)
+        pendingRecords -= records
+        deleteSegments(before: position)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Whether ``stopIntake()`` was called.
+    public var isIntakeStopped: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return intakeStopped
+    }
+
+    /// Whether ``stopIntake()`` was called and every record appended has been read.
+    public var isIntakeStoppedAndRead: Bool {
+        readLock.lock()
+        defer { readLock.unlock() }
+        condition.lock()
+        defer { condition.unlock() }
+        guard intakeStopped else { return false }
+        normalizeCursor()
+        let last = segments[segments.count - 1]
+        return cursor.segment == last.id && cursor.offset >= last.size
+    }
+
+    /// Moves the cursor past the end of sealed segments. Called under `condition` and `readLock`.
+    private func normalizeCursor() {
+        if cursor.segment < segments[0].id { cursor = SpoolPosition(segment: segments[0].id, offset: 0) }
+        while let index = segments.firstIndex(where: { $0.id == cursor.segment }), index < segments.count - 1,
+            cursor.offset >= segments[index].size
+        {
+            cursor = SpoolPosition(segment: segments[index + 1].id, offset: 0)
+        }
+    }
+
+    /// Deletes sealed segments wholly before `position`. Called under `condition`.
+    private func deleteSegments(before position: SpoolPosition) {
+        while segments.count > 1 {
+            let first = segments[0]
+            let done = first.id < position.segment || (first.id == position.segment && position.offset >= first.size)
+            guard done else { return }
+            let path = Self.path(first.id, in: settings.directory)
+            if unlink(path) != 0 && errno != ENOENT {
+                logger.error(
+                    "cannot delete a committed spool segment", metadata: ["error": "\(SpoolError.system(path))"])
+                return
+            }
+            segments.removeFirst()
+            totalBytes -= first.size
+        }
+    }
+
+    // MARK: status and life
+
+    /// Bytes, pending records and the age of the oldest; cheap enough for every metrics snapshot.
+    public func status() -> Status {
+        condition.lock()
+        defer { condition.unlock() }
+        var status = Status(bytes: totalBytes, recordsPending: max(0, pendingRecords), oldestPendingReceivedAt: nil)
+        guard pendingRecords > 0 else { return status }
+        var position = committed
+        if position.segment < segments[0].id { position = SpoolPosition(segment: segments[0].id, offset: 0) }
+        while let index = segments.firstIndex(where: { $0.id == position.segment }), index < segments.count - 1,
+            position.offset >= segments[index].size
+        {
+            position = SpoolPosition(segment: segments[index + 1].id, offset: 0)
+        }
+        if let file = try? SpoolFile(path: Self.path(position.segment, in: settings.directory), flags: O_RDONLY),
+            let header = try? file.read(count: SpoolFraming.headerBytes + 8, at: position.offset)
+        {
+            status.oldestPendingReceivedAt = SpoolFraming.receivedAt(header: header)
+        }
+        return status
+    }
+
+    /// Stops everything: waiting appends return false, reads return empty. With an fsync policy,
+    /// the active segment is flushed.
+    public func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+        appendLock.lock()
+        if settings.fsync != .never && unsyncedBytes { try? activeFile.sync() }
+        appendLock.unlock()
+    }
+
+    // MARK: files
+
+    static func path(_ id: UInt64, in directory: String) -> String {
+        let digits = String(id)
+        return "\(directory)/" + String(repeating: "0", count: max(0, 20 - digits.count)) + digits + segmentSuffix
+    }
+
+    static func segmentIDs(in directory: String) throws(SpoolError) -> [UInt64] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            throw SpoolError.system("list \(directory)", EACCES)
+        }
+        return names.compactMap { name -> UInt64? in
+            guard name.hasSuffix(segmentSuffix), name.count == 20 + segmentSuffix.count else { return nil }
+            return UInt64(name.prefix(20))
+        }.sorted()
+    }
+
+    /// What a scan of a segment file found: complete records up to `validBytes`, and why it
+    /// stopped before the end of the file (nil when it did not).
+    struct ScanResult: Equatable {
+        var validBytes: Int64
+        var records: Int
+        var problem: String?
+    }
+
+    /// Walks the records of a segment file from its start up to `limit` bytes, checking each.
+    static func scan(path: String, size: Int64, upTo limit: Int64) throws(SpoolError) -> ScanResult {
+        let file = try SpoolFile(path: path, flags: O_RDONLY)
+        var position: Int64 = 0
+        var records = 0
+        while position < limit {
+            let want = Int(min(limit - position, Int64(readChunkBytes)))
+            var chunk = try file.read(count: want, at: position)
+            var used = 0
+            var problem: String?
+            parsing: while used < chunk.count {
+                switch chunk.withUnsafeBytes({ SpoolFraming.decode($0, at: used) }) {
+                case .record(_, let length):
+                    used += length
+                    records += 1
+                case .incomplete(let length):
+                    if used > 0 { break parsing }
+                    if position + Int64(length) > limit {
+                        problem = "torn record (\(length) bytes announced, \(limit - position) there)"
+                        break parsing
+                    }
+                    chunk = try file.read(count: length, at: position)
+                case .corrupt(let reason):
+                    problem = reason
+                    break parsing
+                }
+            }
+            position += Int64(used)
+            if let problem { return ScanResult(validBytes: position, records: records, problem: problem) }
+            if used == 0 { break }
+        }
+        return ScanResult(validBytes: position, records: records, problem: nil)
+    }
+
+    /// Scans a segment left by an earlier run and cuts it after its last intact record.
+    private static func verify(segment id: UInt64, directory: String, logger: Logger) throws(SpoolError) -> Segment {
+        let path = path(id, in: directory)
+        let file = try SpoolFile(path: path, flags: O_RDWR)
+        let size = try file.size()
+        let result = try scan(path: path, size: size, upTo: size)
+        if result.validBytes < size {
+            logger.warning(
+                "spool: cut a torn or corrupt tail",
+                metadata: [
+                    "segment": "\(path)", "bytes_cut": "\(size - result.validBytes)",
+                    "records_kept": "\(result.records)", "reason": "\(result.problem ?? "unknown")",
+                ])
+            try file.truncate(to: result.validBytes)
+            try file.sync()
+        }
+        return Segment(id: id, size: result.validBytes, records: result.records)
+    }
+}

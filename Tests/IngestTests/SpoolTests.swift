@@ -1,0 +1,244 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import Ingest
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The spool on real files in a temporary directory: framing, torn tails, segments, checkpoints,
+/// backpressure.
+@Suite struct SpoolTests {
+    static let logger = Logger(label: "spool-test")
+
+    /// Three records of different sizes; their encoded lengths give the cut points.
+    static let messages: [RawMessage] = [
+        RawMessage(
+            topic: "outlets/a/telemetry", payload: Array(#"{"voltage":227,"current":0.5}"#.utf8),
+            receivedAt: Date(timeIntervalSince1970: 1_700_000_000.123456)),
+        RawMessage(topic: "outlets/b/telemetry", payload: [], receivedAt: Date(timeIntervalSince1970: 1_700_000_001)),
+        RawMessage(
+            topic: "outlets/ç/telemetry", payload: Array(repeating: 0xFF, count: 300),
+            receivedAt: Date(timeIntervalSince1970: 1_700_000_002.5)),
+    ]
+    static let encoded = messages.map(SpoolFraming.encode)
+    static let totalBytes = encoded.reduce(0) { $0 + $1.count }
+    /// Where each record ends.
+    static let boundaries = encoded.reduce(into: [0]) { $0.append(($0.last ?? 0) + $1.count) }
+
+    static func temporaryDirectory() -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("spool-\(UUID().uuidString)").path
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    static func settings(_ directory: String, segmentBytes: Int64 = 1 << 20, maxBytes: Int64 = 8 << 20)
+        -> Spool.Settings
+    {
+        Spool.Settings(directory: directory, maxBytes: maxBytes, segmentBytes: segmentBytes)
+    }
+
+    static func readAll(_ spool: Spool) throws -> [SpoolRecord] {
+        var records: [SpoolRecord] = []
+        while true {
+            let batch = try spool.read(upTo: 1_000, waitingUntil: Date())
+            if batch.isEmpty { return records }
+            records += batch
+        }
+    }
+
+    static func microseconds(_ date: Date) -> Int64 { CopyTextEncoder.microseconds(date) }
+
+    static func same(_ lhs: [RawMessage], _ rhs: [RawMessage]) -> Bool {
+        lhs.map { [$0.topic, "\($0.payload)", "\(microseconds($0.receivedAt))"] }
+            == rhs.map { [$0.topic, "\($0.payload)", "\(microseconds($0.receivedAt))"] }
+    }
+
+    @Test func framingRoundTripsTopicPayloadAndMicroseconds() throws {
+        for (message, bytes) in zip(Self.messages, Self.encoded) {
+            let decoded = bytes.withUnsafeBytes { SpoolFraming.decode($0, at: 0) }
+            guard case .record(let read, let length) = decoded else {
+                Issue.record("not decoded: \(decoded)")
+                continue
+            }
+            #expect(length == bytes.count)
+            #expect(Self.same([read], [message]))
+        }
+    }
+
+    @Test func checksumIsCRC32C() {
+        // The standard check value of CRC-32C.
+        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+    }
+
+    /// A crash can stop the file at any byte. Whatever the cut, reopening keeps exactly the records
+    /// that are complete, truncates the rest, and appends after them.
+    @Test(arguments: 0...totalBytes)
+    func truncationAtAnyByteKeepsExactlyTheCompleteRecords(cut: Int) throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = Spool.path(7, in: directory)
+        let bytes = Array(Self.encoded.joined().prefix(cut))
+        _ = FileManager.default.createFile(atPath: file, contents: Data(bytes))
+
+        let spool = try Spool.open(Self.settings(directory), logger: Self.logger)
+        defer { spool.close() }
+        let complete = Self.boundaries.filter { $0 <= cut }.count - 1
+        let keptBytes = Self.boundaries[complete]
+        let attributes = try FileManager.default.attributesOfItem(atPath: file)
+        #expect((attributes[.size] as? Int) == keptBytes, "the torn tail is cut")
+        try spool.seek(to: nil)
+        let read = try Self.readAll(spool)
+        #expect(Self.same(read.map(\.message), Array(Self.messages.prefix(complete))))
+        #expect(spool.status().recordsPending == complete)
+        // New records go to a new segment after the kept ones.
+        #expect(spool.append(Self.messages[0]))
+        let after = try spool.read(upTo: 10, waitingUntil: Date())
+        #expect(after.map(\.end) == [SpoolPosition(segment: 8, offset: Int64(Self.encoded[0].count))])
+    }
+
+    /// A flipped byte anywhere in the second record: the first record is kept, the rest cut.
+    @Test(arguments: 0..<encoded[1].count)
+    func corruptionInARecordCutsItAndWhatFollows(byte: Int) throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var bytes = Array(Self.encoded.joined())
+        bytes[Self.boundaries[1] + byte] ^= 0x5A
+        _ = FileManager.default.createFile(atPath: Spool.path(0, in: directory), contents: Data(bytes))
+
+        let spool = try Spool.open(Self.settings(directory), logger: Self.logger)
+        defer { spool.close() }
+        try spool.seek(to: nil)
+        #expect(Self.same(try Self.readAll(spool).map(\.message), [Self.messages[0]]))
+    }
+
+    @Test func garbageFileIsCutToNothingWithoutCrashing() throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var random = SystemRandomNumberGenerator()
+        let garbage = (0..<10_000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        _ = FileManager.default.createFile(atPath: Spool.path(0, in: directory), contents: Data(garbage))
+        let spool = try Spool.open(Self.settings(directory), logger: Self.logger)
+        defer { spool.close() }
+        try spool.seek(to: nil)
+        #expect(try Self.readAll(spool).isEmpty)
+        #expect(spool.status().bytes == 0)
+    }
+
+    @Test func segmentsRollOverAndCommittedOnesAreDeleted() throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let spool = try Spool.open(
+            Self.settings(directory, segmentBytes: 65_536, maxBytes: 1 << 20), logger: Self.logger)
+        defer { spool.close() }
+        try spool.seek(to: nil)
+        let message = RawMessage(topic: "t", payload: Array(repeating: 1, count: 1_000), receivedAt: Date())
+        for _ in 0..<200 { #expect(spool.append(message)) }
+        let segmentsWritten = try Spool.segmentIDs(in: directory)
+        #expect(segmentsWritten.count == 4, "200 records of 1023 bytes in 64 KiB segments")
+        let records = try Self.readAll(spool)
+        #expect(records.count == 200)
+        #expect(spool.status().recordsPending == 200)
+        #expect(spool.status().oldestPendingReceivedAt != nil)
+
+        // Commit the first 100: the segments before the one holding record 100 go.
+        spool.commit(through: records[99].end, records: 100)
+        #expect(try Spool.segmentIDs(in: directory) == Array(segmentsWritten.drop { $0 < records[99].end.segment }))
+        #expect(spool.status().recordsPending == 100)
+        spool.commit(through: records[199].end, records: 100)
+        #expect(try Spool.segmentIDs(in: directory) == [segmentsWritten.last].compactMap { $0 })
+        #expect(spool.status() == Spool.Status(bytes: 1_023 * 8, recordsPending: 0, oldestPendingReceivedAt: nil))
+    }
+
+    /// A restart resumes just after the checkpoint of this spool; a checkpoint of another spool
+    /// (the directory was replaced) reads everything.
+    @Test func reopenResumesAfterTheCheckpointOfThisSpoolOnly() throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try Spool.open(Self.settings(directory), logger: Self.logger)
+        try first.seek(to: nil)
+        for message in Self.messages { first.append(message) }
+        let records = try Self.readAll(first)
+        let checkpoint = SpoolCheckpoint(spoolID: first.identity, position: records[0].end)
+        // A crash: no close, no commit in the spool (only the database has the checkpoint).
+
+        let second = try Spool.open(Self.settings(directory), logger: Self.logger)
+        defer { second.close() }
+        #expect(second.identity == first.identity)
+        try second.seek(to: checkpoint)
+        #expect(second.status().recordsPending == 2)
+        #expect(Self.same(try Self.readAll(second).map(\.message), Array(Self.messages.dropFirst())))
+
+        let third = try Spool.open(Self.settings(directory), logger: Self.logger)
+        defer { third.close() }
+        try third.seek(to: SpoolCheckpoint(spoolID: "another", position: records[2].end))
+        #expect(Self.same(try Self.readAll(third).map(\.message), Self.messages))
+    }
+
+    /// An emptied directory is a new spool: an old checkpoint must not make it skip records.
+    @Test func anEmptiedDirectoryGetsANewIdentity() throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try Spool.open(Self.settings(directory), logger: Self.logger)
+        first.close()
+        for id in try Spool.segmentIDs(in: directory) { unlink(Spool.path(id, in: directory)) }
+        let second = try Spool.open(Self.settings(directory), logger: Self.logger)
+        defer { second.close() }
+        #expect(second.identity != first.identity)
+    }
+
+    /// At `maxBytes` the producer waits (no PUBACK, the broker queues) until a commit frees a
+    /// segment; then it goes on.
+    @Test func appendWaitsWhileFullAndResumesWhenACommitFreesSpace() async throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let spool = try Spool.open(
+            Self.settings(directory, segmentBytes: 65_536, maxBytes: 131_072), logger: Self.logger)
+        defer { spool.close() }
+        try spool.seek(to: nil)
+        let message = RawMessage(topic: "t", payload: Array(repeating: 2, count: 1_000), receivedAt: Date())
+        for _ in 0..<128 { #expect(spool.append(message)) }  // 128 × 1023 bytes: just under the bound
+
+        let appended = Locked(0)
+        let producer = Thread {
+            for _ in 0..<10 {
+                spool.append(message)
+                appended.value += 1
+            }
+        }
+        producer.start()
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(appended.value == 0, "the producer waits while the spool is full")
+        #expect(spool.status().bytes <= 131_072)
+
+        let records = try Self.readAll(spool)
+        spool.commit(through: records[records.count - 1].end, records: records.count)
+        try await Harness.waitUntil(timeout: 5, "the producer resumed") { appended.value == 10 }
+        #expect(try Self.readAll(spool).count == 10)
+    }
+
+    @Test func stoppedIntakeIsReportedOnceEverythingIsRead() throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let spool = try Spool.open(Self.settings(directory), logger: Self.logger)
+        defer { spool.close() }
+        try spool.seek(to: nil)
+        spool.append(Self.messages[0])
+        spool.stopIntake()
+        #expect(!spool.isIntakeStoppedAndRead)
+        #expect(try spool.read(upTo: 10, waitingUntil: Date().addingTimeInterval(5)).count == 1)
+        #expect(spool.isIntakeStoppedAndRead)
+        let started = Date()
+        #expect(try spool.read(upTo: 10, waitingUntil: Date().addingTimeInterval(5)).isEmpty)
+        #expect(Date().timeIntervalSince(started) < 1, "a stopped, read spool does not make the reader wait")
+    }
+
+    @Test func refusesMaxBytesBelowTwoSegments() {
+        #expect(throws: SpoolError.self) {
+            try Spool.open(
+                Self.settings(Self.temporaryDirectory(), segmentBytes: 1 << 20, maxBytes: 1 << 20), logger: Self.logger)
+        }
+    }
+}
