@@ -25,9 +25,17 @@ public final class IngestService: Service, Sendable {
         self.logger = logger
     }
 
-    /// The topic filters outletd subscribes to.
+    /// The topic filters outletd subscribes to (all QoS 1). Set requests go through a shared subscription
+    /// (`$share/<group>/…`) so that with several instances each request reaches one of them.
     public var subscriptions: [String] {
-        ["\(configuration.mqtt.topicPrefix)/+/telemetry"]
+        let prefix = configuration.mqtt.topicPrefix
+        let group = configuration.commands.shareGroup
+        return [
+            "\(prefix)/+/telemetry",
+            group.isEmpty ? "\(prefix)/+/set" : "$share/\(group)/\(prefix)/+/set",
+            "\(prefix)/+/state",
+            "\(prefix)/+/availability",
+        ]
     }
 
     /// `outletd/<instance>/status`: `online` while connected, `offline` (the will) otherwise.
@@ -59,7 +67,17 @@ public final class IngestService: Service, Sendable {
             metrics: metrics, logger: logger)
         writer.start()
 
-        let client = try makeMQTTClient(queue: queue)
+        let inbox = CommandInbox(maxEvents: configuration.commands.inboxMaxMessages)
+        let client = try makeMQTTClient(queue: queue, inbox: inbox)
+        let relay = CommandRelay(
+            inbox: inbox, registry: registry, client: client, settings: CommandRelay.Settings(configuration),
+            connectionString: configuration.database.url, metrics: metrics, logger: logger)
+        relay.start()
+        let commandListener = CommandListener(
+            inbox: inbox, connectionString: configuration.database.url,
+            reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds,
+            ownBackendPID: { relay.backendPID }, logger: logger)
+        commandListener.start()
         client.setSubscriptions(subscriptions.map { (filter: $0, qos: 1) })
         let statusTopic = self.statusTopic
         // Taken before the client starts, so that no event (the first `connected`) is missed.
@@ -98,7 +116,10 @@ public final class IngestService: Service, Sendable {
         _ = try? client.publish(statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
         client.stop()
         queue.close()
+        inbox.close()
         let unwritten = await writer.finish()
+        await relay.finish()
+        await commandListener.stop()
         await registryListener.stop()
         statistics.cancel()
         let final = metrics.snapshot()
@@ -119,7 +140,7 @@ public final class IngestService: Service, Sendable {
             ?? "(invalid URL)"
     }
 
-    func makeMQTTClient(queue: IntakeQueue) throws -> MQTTClient {
+    func makeMQTTClient(queue: IntakeQueue, inbox: CommandInbox) throws -> MQTTClient {
         var mqtt = try MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID)
         mqtt.cleanStart = false
         mqtt.sessionExpiryInterval = UInt32(clamping: configuration.mqtt.sessionExpirySeconds)
@@ -129,11 +150,22 @@ public final class IngestService: Service, Sendable {
         mqtt.receiveMaximum = configuration.mqtt.receiveMaximum
         mqtt.will = MQTTMessage.Will(topic: statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
         let metrics = self.metrics
+        let prefix = configuration.mqtt.topicPrefix
         // Runs on libmosquitto's network thread; the PUBACK leaves after it returns. It blocks
-        // while the queue is full (backpressure).
+        // while the queue is full (backpressure). Set requests, state and availability reports go to
+        // the command relay, which does not wait for a telemetry batch; a set request's callback waits
+        // until the relay stored the command, so an acknowledged request is never lost.
         return try MQTTClient(configuration: mqtt) { message in
-            metrics.messageReceived()
-            queue.append(RawMessage(topic: message.topic, payload: message.payload, receivedAt: Date()))
+            let raw = RawMessage(topic: message.topic, payload: message.payload, receivedAt: Date())
+            switch NativeProtocol.parseTopic(message.topic, prefix: prefix)?.kind {
+            case .set?:
+                inbox.append(raw, waitForCommit: true)
+            case .state?, .availability?:
+                inbox.append(raw, waitForCommit: false)
+            case .telemetry?, .command?, nil:
+                metrics.messageReceived()
+                queue.append(raw)
+            }
         }
     }
 

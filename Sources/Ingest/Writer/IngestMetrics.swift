@@ -13,6 +13,8 @@ public final class IngestMetrics: @unchecked Sendable {
         public var batchesCommitted: UInt64 = 0
         public var lastCommitSeconds: Double = 0
         public var databaseErrors: UInt64 = 0
+        /// Commands published to outlets (the command relay).
+        public var commandsPublished: UInt64 = 0
 
         public var rejectedTotal: UInt64 { rejected.values.reduce(0, +) }
     }
@@ -41,6 +43,19 @@ public final class IngestMetrics: @unchecked Sendable {
         for (reason, count) in rejected { state.rejected[reason, default: 0] += UInt64(count) }
         state.batchesCommitted += 1
         state.lastCommitSeconds = seconds
+        lock.unlock()
+    }
+
+    /// A set request, state or availability report was refused (counted with the readings' rejections).
+    func commandMessageRejected(_ reason: RejectionReason) {
+        lock.lock()
+        state.rejected[reason, default: 0] += 1
+        lock.unlock()
+    }
+
+    func commandPublished() {
+        lock.lock()
+        state.commandsPublished += 1
         lock.unlock()
     }
 
