@@ -119,9 +119,11 @@ extension NativeProtocol {
 
     /// The payload without surrounding whitespace, lower-cased when it is a plain word (not JSON).
     private static func plainWord(_ payload: [UInt8]) -> String {
-        let text = String(decoding: payload, as: UTF8.self)
-        let trimmed = text.trimmingASCIISpaces()
-        let word = String(Substring(trimmed))
+        let isWhitespace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        guard let first = payload.firstIndex(where: { !isWhitespace($0) }),
+            let last = payload.lastIndex(where: { !isWhitespace($0) })
+        else { return "" }
+        let word = String(decoding: payload[first...last], as: UTF8.self)
         return word.first == "{" ? word : word.lowercased()
     }
 

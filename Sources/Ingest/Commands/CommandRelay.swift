@@ -128,8 +128,9 @@ public final class CommandRelay: Sendable {
                         pending.removeFirst()
                     }
                     if Date() >= nextSweep {
-                        let swept = try store.sweep()
-                        if swept.timedOut + swept.expired > 0 { needsResults = true }
+                        _ = try store.sweep()
+                        // Also picks up results another instance could not publish while this one held the lock.
+                        needsResults = true
                         needsSend = true
                         nextSweep = Date().addingTimeInterval(settings.sweepIntervalSeconds)
                     }
@@ -144,7 +145,7 @@ public final class CommandRelay: Sendable {
                     }
                     if needsResults {
                         needsResults = false
-                        for pendingResult in try store.claimResults() { publish(pendingResult) }
+                        _ = try store.publishResults { publish($0) }
                     }
                     if backoff.attempts > 0 {
                         relay.logger.info("command relay recovered", metadata: ["attempts": "\(backoff.attempts)"])

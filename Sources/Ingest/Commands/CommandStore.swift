@@ -178,39 +178,43 @@ public struct CommandStore {
         return (timedOut.affectedRows ?? 0, expired.affectedRows ?? 0)
     }
 
-    /// Claims up to `limit` unpublished transitions (oldest first) and returns them as results to publish.
-    public func claimResults(limit: Int = 500) throws -> [PendingResult] {
-        let result = try connection.execute(
-            """
-            WITH next AS (
-                SELECT id FROM command_transitions WHERE published_at IS NULL ORDER BY id LIMIT $1
-                FOR UPDATE SKIP LOCKED
-            )
-            UPDATE command_transitions t SET published_at = clock_timestamp()
-            FROM next, commands c, devices d
-            WHERE t.id = next.id AND c.id = t.command_id AND d.id = c.device_id
-            RETURNING t.id, d.code, t.status, t.command_id, c.state, c.request_id, c.source, c.requested_by,
-                      t.reason, to_char(t.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-            """, [Int64(limit)])
-        var rows: [(Int64, PendingResult)] = []
-        for row in 0..<result.rowCount {
-            guard let id = try result.int64(row: row, column: 0), let code = result[row, 1],
-                let status = result[row, 2].flatMap(CommandStatus.init(rawValue:))
-            else { continue }
-            rows.append(
-                (
-                    id,
-                    PendingResult(
-                        code: code,
-                        result: SwitchResult(
-                            result: status.resultName, commandID: try result.int64(row: row, column: 3),
-                            state: result[row, 4].flatMap(SwitchState.init(rawValue:)), requestID: result[row, 5],
-                            source: result[row, 6], requestedBy: result[row, 7], reason: result[row, 8],
-                            at: result[row, 9]))
-                ))
+    /// Claims up to `limit` unpublished transitions (oldest first) and hands them to `publish` in order, inside
+    /// one transaction under an advisory lock: several instances take turns, so the results of one command reach
+    /// the broker in the order of its transitions. Returns false when another instance holds the lock (it
+    /// publishes what it claims; call again later for the rest).
+    public func publishResults(limit: Int = 500, _ publish: (PendingResult) -> Void) throws -> Bool {
+        try connection.transaction {
+            let locked = try connection.execute("SELECT pg_try_advisory_xact_lock($1)", [Self.resultsLockKey])
+            guard try locked.bool(row: 0, column: 0) == true else { return false }
+            let result = try connection.execute(
+                """
+                WITH next AS (
+                    SELECT id FROM command_transitions WHERE published_at IS NULL ORDER BY id LIMIT $1
+                )
+                UPDATE command_transitions t SET published_at = clock_timestamp()
+                FROM next, commands c, devices d
+                WHERE t.id = next.id AND c.id = t.command_id AND d.id = c.device_id
+                RETURNING t.id, d.code, t.status, t.command_id, c.state, c.request_id, c.source, c.requested_by,
+                          t.reason, to_char(t.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                """, [Int64(limit)])
+            var rows: [(Int64, PendingResult)] = []
+            for row in 0..<result.rowCount {
+                guard let id = try result.int64(row: row, column: 0), let code = result[row, 1],
+                    let status = result[row, 2].flatMap(CommandStatus.init(rawValue:))
+                else { continue }
+                let switchResult = SwitchResult(
+                    result: status.resultName, commandID: try result.int64(row: row, column: 3),
+                    state: result[row, 4].flatMap(SwitchState.init(rawValue:)), requestID: result[row, 5],
+                    source: result[row, 6], requestedBy: result[row, 7], reason: result[row, 8], at: result[row, 9])
+                rows.append((id, PendingResult(code: code, result: switchResult)))
+            }
+            for (_, pending) in rows.sorted(by: { $0.0 < $1.0 }) { publish(pending) }
+            return true
         }
-        return rows.sorted { $0.0 < $1.0 }.map(\.1)
     }
+
+    /// The advisory lock key of ``publishResults(limit:_:)`` ("outletd results").
+    static let resultsLockKey: Int64 = 0x6F75_746C_6574_6472
 
     /// Counts and stores rejected requests and reports like the writer does for readings.
     public func recordRejections(_ rejections: [RejectedReading], excerpts: [String], keepMessages: Int) throws {
