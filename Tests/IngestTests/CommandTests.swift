@@ -270,3 +270,42 @@ import Testing
         #expect(outlet.commands.value.map(\.id) == [id])
     }
 }
+
+/// `outletd switch` as a process against an in-process outletd.
+@Suite(.serialized) struct SwitchCLITests {
+    @Test func switchWaitsAndPrintsTheOutcome() async throws {
+        let setup = try CommandTests.setup(codes: ["plug-1", "plug-2"], confirmTimeout: 1)
+        let outlet = try SimulatedOutlet(code: "plug-1", prefix: setup.prefix)
+        defer { outlet.stop() }
+        let deaf = try SimulatedOutlet(code: "plug-2", prefix: setup.prefix, mode: .ignore)
+        defer { deaf.stop() }
+        let environment = ["OUTLETD_DATABASE_URL": setup.url]
+        let outletd = try OutletdProcess.executable()
+        try await Harness.withService(setup.configuration) { _ in
+            let confirmed = try await Blocking.run {
+                try TestStack.run(
+                    [outletd, "switch", "plug-1", "on", "--wait", "--by", "ana"], environment: environment)
+            }
+            #expect(
+                confirmed.range(of: #"plug-1 on confirmed after \d+ ms"#, options: .regularExpression) != nil,
+                "\(confirmed)")
+            let toggled = try await Blocking.run {
+                try TestStack.run([outletd, "switch", "plug-1", "toggle", "--wait"], environment: environment)
+            }
+            #expect(toggled.contains("plug-1 off confirmed"), "\(toggled)")
+            // Timed out: exit code 1 (TestStack.run throws), the row says why.
+            #expect(throws: TestStackError.self) {
+                try TestStack.run([outletd, "switch", "plug-2", "on", "--wait"], environment: environment)
+            }
+            let accepted = try TestStack.run([outletd, "switch", "plug-2", "off"], environment: environment)
+            #expect(accepted.contains("plug-2 off accepted"), "\(accepted)")
+        }
+        #expect(
+            try Harness.scalar(
+                setup.url, "SELECT string_agg(status, ',' ORDER BY id) FROM commands WHERE source = 'cli'"
+            )
+            .hasPrefix("confirmed,confirmed,timed_out,"))
+        #expect(try Harness.scalar(setup.url, "SELECT requested_by FROM commands ORDER BY id LIMIT 1") == "ana")
+        #expect(outlet.commands.value.map(\.state) == [.on, .off])
+    }
+}

@@ -113,6 +113,13 @@ public final class CommandInbox: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Whether ``close()`` was called.
+    public var isClosed: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return closed
+    }
+
     /// Whether ``close()`` was called and every event was taken.
     public var isClosedAndDrained: Bool {
         condition.lock()

@@ -134,7 +134,10 @@ public final class CommandRelay: Sendable {
                         needsSend = true
                         nextSweep = Date().addingTimeInterval(settings.sweepIntervalSeconds)
                     }
-                    if needsSend {
+                    // Claim nothing while the broker is away or outletd stops: a claimed command must really be
+                    // published (the next sweep after the reconnect, or the next start, picks it up).
+                    let canPublish = relay.client.isConnected && !relay.inbox.isClosed
+                    if needsSend && canPublish {
                         needsSend = false
                         let outgoing = try store.claimSendable(
                             instanceID: settings.instanceID, confirmTimeoutSeconds: settings.confirmTimeoutSeconds)
@@ -143,7 +146,7 @@ public final class CommandRelay: Sendable {
                             needsResults = true
                         }
                     }
-                    if needsResults {
+                    if needsResults && canPublish {
                         needsResults = false
                         _ = try store.publishResults { publish($0) }
                     }
