@@ -30,9 +30,14 @@ struct SwitchCommand: ParsableCommand {
             let id = try store.enqueue(
                 code: code, requested: value, source: .cli, requestedBy: requestedBy, requestID: nil)
             guard var record = try store.find(id) else { throw DeviceStoreError(message: "command \(id) vanished") }
-            if record.status == .rejected || !wait {
+            if record.status == .rejected {
                 print(Self.describe(record))
-                return record.status != .rejected
+                return false
+            }
+            guard wait else {
+                // The relay may already have sent it; without --wait the outcome is "accepted".
+                print("command \(id): \(code) \(record.state?.rawValue ?? value.rawValue) accepted")
+                return true
             }
             print("command \(id): \(code) \(record.state?.rawValue ?? value.rawValue), waiting for the outlet…")
             let deadline = Date().addingTimeInterval(timeout)
