@@ -60,6 +60,10 @@ let package = Package(
             ]
         ),
 
+        // Benchmarks (not tests): Benchmarks/command-latency.sh runs this.
+        .executableTarget(
+            name: "command-latency", dependencies: ["MQTT", "Telemetry"], path: "Benchmarks/CommandLatency"),
+
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"]),

@@ -26,4 +26,8 @@ public enum RejectionReason: String, Sendable, CaseIterable, Codable {
     case invalidTimestamp = "invalid_timestamp"
     /// A JSON array holds more than ``ValidationLimits/maxReadingsPerMessage`` readings.
     case tooManyReadings = "too_many_readings"
+    /// A switch request on `<prefix>/<code>/set` that is not `on`, `off`, `toggle` or a JSON object naming one.
+    case invalidCommand = "invalid_command"
+    /// A state or availability report that is not `on`/`off` (or JSON naming one) or `online`/`offline`.
+    case invalidStateReport = "invalid_state_report"
 }

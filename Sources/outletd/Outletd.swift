@@ -5,14 +5,15 @@ import ArgumentParser
 struct Outletd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "outletd",
-        abstract: "Ingest smart-outlet telemetry from MQTT into PostgreSQL.",
+        abstract: "Ingest smart-outlet telemetry from MQTT into PostgreSQL; switch outlets on and off.",
         discussion: """
             Configuration comes from --config (default $OUTLETD_CONFIG, else /etc/outletd/outletd.yaml when it \
             exists), then OUTLETD_* environment variables, which override any key \
             (e.g. OUTLETD_DATABASE_URL, OUTLETD_MQTT_URL).
             """,
         subcommands: [
-            RunCommand.self, MigrateCommand.self, DeviceCommand.self, StatsCommand.self, SimulateCommand.self,
+            RunCommand.self, MigrateCommand.self, DeviceCommand.self, SwitchCommand.self, StatsCommand.self,
+            SimulateCommand.self,
             CheckConfigCommand.self,
         ]
     )

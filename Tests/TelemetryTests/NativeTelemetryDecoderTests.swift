@@ -576,8 +576,8 @@ struct NativeTelemetryDecoderTests {
 
     @Test("every rejection reason has a stable raw value")
     func rejectionReasonsAreStable() {
-        #expect(RejectionReason.allCases.count == 12)
-        #expect(Set(RejectionReason.allCases.map(\.rawValue)).count == 12)
+        #expect(RejectionReason.allCases.count == 14)
+        #expect(Set(RejectionReason.allCases.map(\.rawValue)).count == 14)
         #expect(RejectionReason(rawValue: "out_of_range") == .outOfRange)
         #expect(
             Rejection(reason: .wrongType, detail: "x", index: 3).description == "wrong_type[3]: x"

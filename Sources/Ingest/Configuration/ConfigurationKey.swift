@@ -218,6 +218,21 @@ extension ConfigurationKey {
         .double(
             "registry.refresh_interval_seconds", \.registry.refreshIntervalSeconds, 1...86_400,
             "full registry reload besides LISTEN/NOTIFY"),
+        .double(
+            "commands.confirm_timeout_seconds", \.commands.confirmTimeoutSeconds, 0.1...3_600,
+            "a sent command without a matching state report is timed out after this, seconds"),
+        .double(
+            "commands.offline_expiry_seconds", \.commands.offlineExpirySeconds, 1...604_800,
+            "a command held for an offline outlet expires after this, seconds"),
+        .int(
+            "commands.sweep_interval_ms", \.commands.sweepIntervalMilliseconds, 10...60_000,
+            "how often timeouts, expiry and held commands are checked, milliseconds"),
+        .string(
+            "commands.share_group", \.commands.shareGroup,
+            "shared-subscription group for <prefix>/+/set (empty: plain subscription)", nonEmpty: false),
+        .int(
+            "commands.inbox_max_messages", \.commands.inboxMaxMessages, 1...10_000_000,
+            "set requests and state reports not yet handled before intake waits"),
         .choice(
             "logging.level", \.logging.level, ["trace", "debug", "info", "notice", "warning", "error", "critical"],
             "log level"),

@@ -15,6 +15,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public var validation = ValidationSettings()
     public var rejections = RejectionSettings()
     public var registry = RegistrySettings()
+    public var commands = CommandSettings()
     public var logging = LoggingSettings()
     public var http = HTTPSettings()
 
@@ -139,6 +140,21 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var listen = "127.0.0.1:9464"
         /// `/readyz` answers 503 when more messages than this wait to be written.
         public var readyMaxBacklogMessages = 50_000
+    }
+
+    /// Switching outlets on and off (see docs/COMMANDS.md).
+    public struct CommandSettings: Sendable, Equatable {
+        /// A sent command not confirmed by the outlet's state report within this is timed out, seconds.
+        public var confirmTimeoutSeconds = 10.0
+        /// A command held for an offline outlet expires after this, seconds.
+        public var offlineExpirySeconds = 300.0
+        /// How often timeouts, expiry and held commands are checked, milliseconds.
+        public var sweepIntervalMilliseconds = 200
+        /// Shared-subscription group for `<prefix>/+/set`, so that with several instances one receives each
+        /// request. Empty: a plain subscription (one instance only).
+        public var shareGroup = "outletd"
+        /// Set requests and state reports received, not yet handled, before intake waits.
+        public var inboxMaxMessages = 10_000
     }
 
     /// Logs (standard error).

@@ -26,9 +26,17 @@ public final class IngestService: Service, Sendable {
         self.logger = logger
     }
 
-    /// The topic filters outletd subscribes to.
+    /// The topic filters outletd subscribes to (all QoS 1). Set requests go through a shared subscription
+    /// (`$share/<group>/…`) so that with several instances each request reaches one of them.
     public var subscriptions: [String] {
-        ["\(configuration.mqtt.topicPrefix)/+/telemetry"]
+        let prefix = configuration.mqtt.topicPrefix
+        let group = configuration.commands.shareGroup
+        return [
+            "\(prefix)/+/telemetry",
+            group.isEmpty ? "\(prefix)/+/set" : "$share/\(group)/\(prefix)/+/set",
+            "\(prefix)/+/state",
+            "\(prefix)/+/availability",
+        ]
     }
 
     /// `outletd/<instance>/status`: `online` while connected, `offline` (the will) otherwise.
@@ -62,7 +70,17 @@ public final class IngestService: Service, Sendable {
             metrics: metrics, logger: logger)
         writer.start()
 
-        let client = try makeMQTTClient(spool: spool)
+        let inbox = CommandInbox(maxEvents: configuration.commands.inboxMaxMessages)
+        let client = try makeMQTTClient(spool: spool, inbox: inbox)
+        let relay = CommandRelay(
+            inbox: inbox, registry: registry, client: client, settings: CommandRelay.Settings(configuration),
+            connectionString: configuration.database.url, metrics: metrics, logger: logger)
+        relay.start()
+        let commandListener = CommandListener(
+            inbox: inbox, connectionString: configuration.database.url,
+            reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds,
+            ownBackendPID: { relay.backendPID }, logger: logger)
+        commandListener.start()
         client.setSubscriptions(subscriptions.map { (filter: $0, qos: 1) })
         let statusTopic = self.statusTopic
         let notifier = SystemdNotifier()
@@ -118,8 +136,11 @@ public final class IngestService: Service, Sendable {
         spool.liftSizeLimit()
         _ = try? await Blocking.run("outletd-mqtt-stop") { client.stop() }
         spool.stopIntake()
+        inbox.close()
         let unwritten = await writer.finish()
         spool.close()
+        await relay.finish()
+        await commandListener.stop()
         await registryListener.stop()
         statistics.cancel()
         let final = metrics.snapshot()
@@ -141,7 +162,7 @@ public final class IngestService: Service, Sendable {
             ?? "(invalid URL)"
     }
 
-    func makeMQTTClient(spool: Spool) throws -> MQTTClient {
+    func makeMQTTClient(spool: Spool, inbox: CommandInbox) throws -> MQTTClient {
         var mqtt = try MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID)
         mqtt.cleanStart = false
         mqtt.sessionExpiryInterval = UInt32(clamping: configuration.mqtt.sessionExpirySeconds)
@@ -152,12 +173,23 @@ public final class IngestService: Service, Sendable {
         mqtt.tls = Self.tls(configuration.mqtt, base: mqtt.tls)
         mqtt.will = MQTTMessage.Will(topic: statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
         let metrics = self.metrics
-        // Runs on libmosquitto's network thread; the PUBACK leaves after it returns, so only once
-        // the message is in the spool. It blocks while the spool is full or the disk refuses
-        // (backpressure: the broker queues).
+        let prefix = configuration.mqtt.topicPrefix
+        // Runs on libmosquitto's network thread; the PUBACK leaves after it returns. Telemetry goes
+        // to the spool (it blocks while the spool is full or the disk refuses: the broker queues).
+        // Set requests, state and availability reports go to the command relay, which does not wait
+        // for a telemetry batch; a set request's callback waits until the relay stored the command,
+        // so an acknowledged request is never lost.
         return try MQTTClient(configuration: mqtt) { message in
-            metrics.messageReceived()
-            spool.append(RawMessage(topic: message.topic, payload: message.payload, receivedAt: Date()))
+            let raw = RawMessage(topic: message.topic, payload: message.payload, receivedAt: Date())
+            switch NativeProtocol.parseTopic(message.topic, prefix: prefix)?.kind {
+            case .set?:
+                inbox.append(raw, waitForCommit: true)
+            case .state?, .availability?:
+                inbox.append(raw, waitForCommit: false)
+            case .telemetry?, .command?, nil:
+                metrics.messageReceived()
+                spool.append(raw)
+            }
         }
     }
 

@@ -28,6 +28,8 @@ public final class IngestMetrics: @unchecked Sendable {
         public var spoolRecordsPending: Int = 0
         /// How long the oldest of them has waited, seconds (0 when none).
         public var spoolOldestRecordAgeSeconds: Double = 0
+        /// Commands published to outlets (the command relay).
+        public var commandsPublished: UInt64 = 0
 
         public var rejectedTotal: UInt64 { rejected.values.reduce(0, +) }
     }
@@ -95,6 +97,19 @@ public final class IngestMetrics: @unchecked Sendable {
         state.batchRows.observe(Double(stored + duplicates + rejected.values.reduce(0, +)))
         state.commitSeconds.observe(seconds)
         state.databaseConnected = true
+        lock.unlock()
+    }
+
+    /// A set request, state or availability report was refused (counted with the readings' rejections).
+    func commandMessageRejected(_ reason: RejectionReason) {
+        lock.lock()
+        state.rejected[reason, default: 0] += 1
+        lock.unlock()
+    }
+
+    func commandPublished() {
+        lock.lock()
+        state.commandsPublished += 1
         lock.unlock()
     }
 

@@ -1,0 +1,334 @@
+import Foundation
+import Logging
+import MQTT
+import Postgres
+import Telemetry
+
+/// The command relay thread: turns set requests, state and availability reports and database changes into
+/// command transitions, publishes commands to outlets and every transition on `set/result`.
+///
+/// It has a thread and a PostgreSQL connection of its own (libpq blocks; never on the cooperative pool), and
+/// does not wait for telemetry batches: a request is recorded, claimed and published within milliseconds.
+/// Timeouts and expiry are found by a sweep every `sweepInterval` (conditional `UPDATE`s on deadlines stored in
+/// the rows), so they survive restarts and several instances agree on them. See docs/COMMANDS.md.
+public final class CommandRelay: Sendable {
+    /// How the relay behaves.
+    public struct Settings: Sendable {
+        public var instanceID: String
+        public var topicPrefix: String
+        public var confirmTimeoutSeconds: Double
+        public var offlineExpirySeconds: Double
+        public var sweepIntervalSeconds: Double
+        public var reconnectDelayMaxSeconds: Double
+        public var keepRejectedMessages: Int
+        public var payloadExcerptBytes: Int
+        public var maxPayloadBytes: Int
+
+        public init(_ configuration: OutletdConfiguration) {
+            instanceID = configuration.instanceID
+            topicPrefix = configuration.mqtt.topicPrefix
+            confirmTimeoutSeconds = configuration.commands.confirmTimeoutSeconds
+            offlineExpirySeconds = configuration.commands.offlineExpirySeconds
+            sweepIntervalSeconds = Double(configuration.commands.sweepIntervalMilliseconds) / 1_000
+            reconnectDelayMaxSeconds = configuration.database.reconnectDelayMaxSeconds
+            keepRejectedMessages = configuration.rejections.keepMessages
+            payloadExcerptBytes = configuration.rejections.payloadExcerptBytes
+            maxPayloadBytes = configuration.validation.maxPayloadBytes
+        }
+    }
+
+    private let inbox: CommandInbox
+    private let registry: DeviceRegistry
+    private let client: MQTTClient
+    private let protocols: SwitchProtocols
+    private let settings: Settings
+    private let connectionString: String
+    private let metrics: IngestMetrics
+    private let logger: Logger
+    private let completion = ThreadCompletion()
+    private let pid = BackendPIDBox()
+
+    public init(
+        inbox: CommandInbox, registry: DeviceRegistry, client: MQTTClient,
+        protocols: SwitchProtocols = SwitchProtocols(),
+        settings: Settings, connectionString: String, metrics: IngestMetrics, logger: Logger
+    ) {
+        self.inbox = inbox
+        self.registry = registry
+        self.client = client
+        self.protocols = protocols
+        self.settings = settings
+        self.connectionString = connectionString
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// The backend process id of the relay's connection (0 when not connected): notifications it caused itself
+    /// need no wake-up.
+    public var backendPID: Int32 { pid.value }
+
+    /// Starts the thread.
+    public func start() {
+        let thread = Thread { [self] in
+            var loop = Loop(relay: self)
+            loop.run()
+            self.completion.markFinished()
+        }
+        thread.name = "outletd-commands"
+        thread.start()
+    }
+
+    /// Waits until the thread ended (after ``CommandInbox/close()`` it handles what is left first).
+    public func finish() async {
+        await completion.wait()
+    }
+
+    /// The relay's mutable state, owned by its thread.
+    private struct Loop {
+        let relay: CommandRelay
+        var connection: PostgresConnection?
+        var needsResume = true
+        var needsSend = true
+        var needsResults = true
+        var nextSweep = Date()
+
+        var settings: Settings { relay.settings }
+
+        mutating func run() {
+            defer {
+                connection?.close()
+                relay.pid.value = 0
+            }
+            while !relay.registry.isLoaded || !relay.client.isConnected {
+                if relay.inbox.isClosedAndDrained { return }
+                _ = relay.client.waitUntilConnectedBlocking(timeout: .milliseconds(50))
+                if !relay.registry.isLoaded { Thread.sleep(forTimeInterval: 0.02) }
+            }
+            var pending: [CommandInbox.Event] = []
+            var backoff = Backoff(initial: 0.2, maximum: settings.reconnectDelayMaxSeconds)
+            while true {
+                if pending.isEmpty {
+                    if relay.inbox.isClosedAndDrained { return }
+                    pending = relay.inbox.take(waitingUntil: nextSweep)
+                }
+                do {
+                    let connection = try currentConnection()
+                    let store = CommandStore(connection: connection)
+                    if needsResume {
+                        let unconfirmed = try store.unconfirmed(sentBy: settings.instanceID)
+                        if !unconfirmed.isEmpty {
+                            relay.logger.info(
+                                "re-sending unconfirmed commands", metadata: ["count": "\(unconfirmed.count)"])
+                        }
+                        publish(unconfirmed)
+                        needsResume = false
+                    }
+                    while let event = pending.first {
+                        try handle(event, store)
+                        pending.removeFirst()
+                    }
+                    if Date() >= nextSweep {
+                        _ = try store.sweep()
+                        // Also picks up results another instance could not publish while this one held the lock.
+                        needsResults = true
+                        needsSend = true
+                        nextSweep = Date().addingTimeInterval(settings.sweepIntervalSeconds)
+                    }
+                    // Claim nothing while the broker is away or outletd stops: a claimed command must really be
+                    // published (the next sweep after the reconnect, or the next start, picks it up).
+                    let canPublish = relay.client.isConnected && !relay.inbox.isClosed
+                    if needsSend && canPublish {
+                        needsSend = false
+                        let outgoing = try store.claimSendable(
+                            instanceID: settings.instanceID, confirmTimeoutSeconds: settings.confirmTimeoutSeconds)
+                        if !outgoing.isEmpty {
+                            publish(outgoing)
+                            needsResults = true
+                        }
+                    }
+                    if needsResults && canPublish {
+                        needsResults = false
+                        _ = try store.publishResults { publish($0) }
+                    }
+                    if backoff.attempts > 0 {
+                        relay.logger.info("command relay recovered", metadata: ["attempts": "\(backoff.attempts)"])
+                    }
+                    backoff.reset()
+                } catch {
+                    relay.metrics.databaseError()
+                    let connectionProblem = (error as? PostgresError)?.isConnectionError ?? false
+                    if connectionProblem || connection?.isHealthy == false {
+                        connection?.close()
+                        connection = nil
+                        relay.pid.value = 0
+                    }
+                    let delay = backoff.nextDelay()
+                    relay.logger.warning(
+                        "command relay: database call failed; retrying",
+                        metadata: ["error": "\(error)", "retry_in_s": "\(String(format: "%.1f", delay))"])
+                    if relay.inbox.isClosedAndDrained && backoff.attempts > 3 {
+                        for case .message(_, let done?) in pending { done.signal() }
+                        return
+                    }
+                    Thread.sleep(forTimeInterval: delay)
+                }
+            }
+        }
+
+        mutating func currentConnection() throws -> PostgresConnection {
+            if let connection { return connection }
+            let fresh = try PostgresConnection(
+                connectionString: relay.connectionString, applicationName: "outletd-commands")
+            do {
+                try CommandStore(connection: fresh).writeSettings(
+                    confirmTimeoutSeconds: settings.confirmTimeoutSeconds,
+                    offlineExpirySeconds: settings.offlineExpirySeconds)
+            } catch {
+                fresh.close()
+                throw error
+            }
+            connection = fresh
+            relay.pid.value = fresh.backendPID
+            needsResume = true
+            needsSend = true
+            needsResults = true
+            return fresh
+        }
+
+        mutating func handle(_ event: CommandInbox.Event, _ store: CommandStore) throws {
+            switch event {
+            case .databaseChanged:
+                needsSend = true
+                needsResults = true
+            case .message(let message, let done):
+                try handle(message, store)
+                done?.signal()
+            }
+        }
+
+        mutating func handle(_ message: RawMessage, _ store: CommandStore) throws {
+            guard let match = NativeProtocol.parseTopic(message.topic, prefix: settings.topicPrefix) else { return }
+            func reject(_ reason: RejectionReason, _ detail: String, requestID: String? = nil) throws {
+                let rejection = RejectedReading(
+                    receivedAt: message.receivedAt, topic: message.topic, deviceCode: match.deviceCode,
+                    reason: reason, detail: detail, index: nil)
+                try store.recordRejections(
+                    [rejection], excerpts: [Batch.excerpt(message.payload, maxBytes: settings.payloadExcerptBytes)],
+                    keepMessages: settings.keepRejectedMessages)
+                relay.metrics.commandMessageRejected(reason)
+                relay.logger.notice(
+                    "command message rejected",
+                    metadata: ["reason": "\(reason.rawValue)", "topic": "\(message.topic)", "detail": "\(detail)"])
+                if match.kind == .set, let code = DeviceCode(match.deviceCode) {
+                    let result = SwitchResult(
+                        result: CommandStatus.rejected.resultName, requestID: requestID, source: "mqtt",
+                        reason: "\(reason.rawValue): \(detail)")
+                    publish(PendingResult(code: code.rawValue, result: result))
+                }
+            }
+            guard DeviceCode(match.deviceCode) != nil else {
+                try reject(.invalidDeviceCode, "device code must be 1–64 of A-Z a-z 0-9 _ -")
+                return
+            }
+            let code = match.deviceCode
+            let request: SwitchRequest?
+            if match.kind == .set {
+                switch NativeProtocol.parseSetRequest(message.payload, maxPayloadBytes: settings.maxPayloadBytes) {
+                case .failure(let rejection):
+                    try reject(rejection.reason, rejection.detail)
+                    return
+                case .success(let parsed): request = parsed
+                }
+            } else {
+                request = nil
+            }
+            guard let device = relay.registry.lookup(code) else {
+                try reject(.unknownDevice, "device \(code) is not registered", requestID: request?.requestID)
+                return
+            }
+            guard device.enabled else {
+                try reject(.disabledDevice, "device \(code) is disabled", requestID: request?.requestID)
+                return
+            }
+            guard let translation = relay.protocols.named(device.protocolName) else {
+                try reject(
+                    .invalidTopic, "outletd cannot switch outlets of protocol \(device.protocolName)",
+                    requestID: request?.requestID)
+                return
+            }
+            switch match.kind {
+            case .set:
+                guard let request else { return }
+                _ = try store.enqueue(
+                    code: code, requested: request.value, source: .mqtt, requestedBy: request.requestedBy,
+                    requestID: request.requestID)
+                needsSend = true
+                needsResults = true
+            case .state:
+                switch translation.stateReport(message.payload) {
+                case .failure(let rejection): try reject(rejection.reason, rejection.detail)
+                case .success(let report):
+                    if case .none? = try store.recordStateReport(code: code, report: report) {
+                    } else {
+                        needsResults = true
+                    }
+                }
+            case .availability:
+                switch translation.availability(message.payload) {
+                case .failure(let rejection): try reject(rejection.reason, rejection.detail)
+                case .success(let online):
+                    try store.recordAvailability(code: code, online: online)
+                    if online { needsSend = true }
+                }
+            case .telemetry, .command:
+                return
+            }
+        }
+
+        func publish(_ commands: [OutgoingCommand]) {
+            for command in commands {
+                guard let code = DeviceCode(command.code), let translation = relay.protocols.named(command.protocolName)
+                else { continue }
+                let message = translation.commandMessage(
+                    prefix: settings.topicPrefix, code: code, commandID: command.id, state: command.state)
+                do {
+                    try relay.client.publish(message.topic, payload: message.payload, qos: 1)
+                    relay.metrics.commandPublished()
+                } catch {
+                    relay.logger.warning(
+                        "publishing a command failed; it will time out unless confirmed",
+                        metadata: ["command": "\(command.id)", "error": "\(error)"])
+                }
+            }
+        }
+
+        func publish(_ result: PendingResult) {
+            guard let code = DeviceCode(result.code) else { return }
+            let topic = NativeProtocol.topic(prefix: settings.topicPrefix, code: code, kind: .set) + "/result"
+            do {
+                try relay.client.publish(topic, payload: result.result.payload, qos: 1)
+            } catch {
+                relay.logger.warning("publishing a command result failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}
+
+/// The relay connection's backend pid, written by the relay thread and read by the listener. Lock-guarded.
+private final class BackendPIDBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Int32 = 0
+
+    var value: Int32 {
+        get {
+            lock.lock()
+            defer { lock.unlock() }
+            return stored
+        }
+        set {
+            lock.lock()
+            stored = newValue
+            lock.unlock()
+        }
+    }
+}

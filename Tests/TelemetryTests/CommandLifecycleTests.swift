@@ -1,0 +1,129 @@
+import Testing
+
+@testable import Telemetry
+
+/// The command lifecycle table and the switch payloads of the native protocol.
+struct CommandLifecycleTests {
+    /// Every (status, event) pair, spelled out: the whole table, so any change to it is deliberate.
+    static let table: [(CommandStatus, CommandEvent, CommandStatus?)] = [
+        (.queued, .send, .sent), (.queued, .confirm, nil), (.queued, .timeOut, nil), (.queued, .expire, .expired),
+        (.queued, .reject, .rejected), (.queued, .supersede, .superseded),
+        (.sent, .send, nil), (.sent, .confirm, .confirmed), (.sent, .timeOut, .timedOut), (.sent, .expire, nil),
+        (.sent, .reject, .rejected), (.sent, .supersede, .superseded),
+    ]
+
+    @Test(arguments: table.indices)
+    func pendingStatusesFollowTheTable(_ index: Int) {
+        let (status, event, expected) = Self.table[index]
+        #expect(status.applying(event) == expected, "\(status) + \(event)")
+    }
+
+    @Test(arguments: CommandStatus.allCases.filter(\.isFinal))
+    func finalStatusesAcceptNoEvent(_ status: CommandStatus) {
+        for event in CommandEvent.allCases {
+            #expect(status.applying(event) == nil, "\(status) + \(event)")
+        }
+    }
+
+    /// The SQL guards come from here; the migration's supersede hard-codes queued and sent.
+    @Test func guardsOfTheConditionalUpdates() {
+        #expect(CommandEvent.send.appliesTo == [.queued])
+        #expect(CommandEvent.confirm.appliesTo == [.sent])
+        #expect(CommandEvent.timeOut.appliesTo == [.sent])
+        #expect(CommandEvent.expire.appliesTo == [.queued])
+        #expect(CommandEvent.supersede.appliesTo == [.queued, .sent])
+        for event in CommandEvent.allCases {
+            for status in event.appliesTo { #expect(status.applying(event) == event.target) }
+        }
+        #expect(CommandStatus.queued.resultName == "accepted")
+        #expect(CommandStatus.timedOut.resultName == "timed_out")
+    }
+
+    struct ReportCase: Sendable, CustomTestStringConvertible {
+        var status: CommandStatus
+        var report: StateReport
+        var expected: StateReportDecision
+        var testDescription: String { "\(status) \(report) → \(expected)" }
+    }
+
+    @Test(arguments: [
+        ReportCase(status: .sent, report: StateReport(state: .on), expected: .confirm),
+        ReportCase(status: .sent, report: StateReport(state: .on, commandID: 7), expected: .confirm),
+        // An anonymous report of the other state may predate the command: the timeout decides.
+        ReportCase(status: .sent, report: StateReport(state: .off), expected: .none),
+        ReportCase(
+            status: .sent, report: StateReport(state: .off, commandID: 7),
+            expected: .reject(reason: "the outlet answered command 7 with state off")),
+        // A report naming another command says nothing about this one.
+        ReportCase(status: .sent, report: StateReport(state: .on, commandID: 6), expected: .none),
+        // Nothing was sent yet (held for an offline outlet).
+        ReportCase(status: .queued, report: StateReport(state: .on), expected: .none),
+        ReportCase(status: .confirmed, report: StateReport(state: .on), expected: .none),
+    ])
+    func stateReportDecisions(_ item: ReportCase) {
+        #expect(
+            StateReportDecision(status: item.status, commandID: 7, requested: .on, report: item.report)
+                == item.expected)
+    }
+
+    struct SetCase: Sendable, CustomTestStringConvertible {
+        var payload: String
+        var expected: SwitchRequest?
+        var reason: RejectionReason?
+        var testDescription: String { payload }
+    }
+
+    @Test(arguments: [
+        SetCase(payload: "on", expected: SwitchRequest(value: .on)),
+        SetCase(payload: " OFF\n", expected: SwitchRequest(value: .off)),
+        SetCase(payload: "Toggle", expected: SwitchRequest(value: .toggle)),
+        SetCase(
+            payload: #"{"state":"on","request_id":"r1","requested_by":"ana"}"#,
+            expected: SwitchRequest(value: .on, requestID: "r1", requestedBy: "ana")),
+        SetCase(payload: #"{"state":false,"request_id":42}"#, expected: SwitchRequest(value: .off, requestID: "42")),
+        SetCase(payload: "", reason: .emptyPayload),
+        SetCase(payload: "maybe", reason: .invalidCommand),
+        SetCase(payload: "1", reason: .invalidCommand),
+        SetCase(payload: #"{"state":"on""#, reason: .malformedJSON),
+        SetCase(payload: #"{"state":"dim"}"#, reason: .invalidCommand),
+        SetCase(payload: #"{"state":1}"#, reason: .invalidCommand),
+        SetCase(payload: #"{"request_id":"r1"}"#, reason: .missingField),
+        SetCase(payload: #"{"state":"on","requested_by":["x"]}"#, reason: .invalidCommand),
+    ])
+    func parsesSetRequests(_ item: SetCase) {
+        switch NativeProtocol.parseSetRequest(Array(item.payload.utf8)) {
+        case .success(let request):
+            #expect(request == item.expected)
+            #expect(item.reason == nil)
+        case .failure(let rejection):
+            #expect(rejection.reason == item.reason, "\(rejection)")
+            #expect(item.expected == nil)
+        }
+    }
+
+    @Test func parsesStateAndAvailability() throws {
+        #expect(try NativeProtocol.parseStateReport(Array("ON".utf8)).get() == StateReport(state: .on))
+        #expect(
+            try NativeProtocol.parseStateReport(Array(#"{"state":"off","command_id":12}"#.utf8)).get()
+                == StateReport(state: .off, commandID: 12))
+        #expect(throws: Rejection.self) { try NativeProtocol.parseStateReport(Array("overpower".utf8)).get() }
+        #expect(throws: Rejection.self) { try NativeProtocol.parseStateReport(Array("{}".utf8)).get() }
+        #expect(try NativeProtocol.parseAvailability(Array("online".utf8)).get() == true)
+        #expect(try NativeProtocol.parseAvailability(Array("Offline\n".utf8)).get() == false)
+        #expect(throws: Rejection.self) { try NativeProtocol.parseAvailability(Array("true".utf8)).get() }
+    }
+
+    @Test func commandAndResultPayloads() throws {
+        let command = NativeProtocol.encodeCommand(id: 42, state: .on)
+        #expect(String(decoding: command, as: UTF8.self) == #"{"command_id":42,"state":"on"}"#)
+        let decoded = try #require(NativeProtocol.decodeCommand(command))
+        #expect(decoded.id == 42 && decoded.state == .on)
+        let message = NativeSwitchProtocol().commandMessage(
+            prefix: "site/outlets/", code: try #require(DeviceCode("k-1")), commandID: 1, state: .off)
+        #expect(message.topic == "site/outlets/k-1/command")
+        let result = SwitchResult(result: "rejected", requestID: "a\"b", reason: "x\ny")
+        #expect(
+            String(decoding: result.payload, as: UTF8.self)
+                == #"{"result":"rejected","request_id":"a\"b","reason":"x\ny"}"#)
+    }
+}
