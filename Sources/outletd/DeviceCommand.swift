@@ -18,6 +18,8 @@ struct DeviceCommand: ParsableCommand {
         @Option(help: "Free text.") var description: String = ""
         @Option(help: "Who owns it.") var owner: String?
         @Flag(help: "Register it disabled (its readings are rejected until enabled).") var disabled = false
+        @Option(help: "Also print the broker's password_file line for this outlet (user = its code).")
+        var mqttPassword: String?
 
         func run() throws {
             let record = try options.withDatabase { connection in
@@ -25,6 +27,10 @@ struct DeviceCommand: ParsableCommand {
                     .init(code: code, name: name, description: description, owner: owner, enabled: !disabled))
             }
             print("registered \(record.code)\(record.enabled ? "" : " (disabled)")")
+            if let mqttPassword {
+                print("broker password_file line (append it and reload mosquitto):")
+                print(try MosquittoPasswordEntry.make(user: record.code, password: mqttPassword))
+            }
         }
     }
 

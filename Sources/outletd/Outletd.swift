@@ -14,7 +14,7 @@ struct Outletd: AsyncParsableCommand {
         subcommands: [
             RunCommand.self, MigrateCommand.self, DeviceCommand.self, SwitchCommand.self, StatsCommand.self,
             SimulateCommand.self,
-            CheckConfigCommand.self,
+            CheckConfigCommand.self, BrokerCommand.self,
         ]
     )
 }
