@@ -49,6 +49,7 @@ import Testing
         snapshot.commitSeconds.observe(0.003)
         snapshot.commitSeconds.observe(0.2)
         snapshot.brokerConnected = true
+        snapshot.commandResults = ["confirmed": 4, "timed_out": 1]
         let text = PrometheusExposition.render(snapshot, instance: "a\"b")
         for line in text.split(separator: "\n") {
             let isComment = line.hasPrefix("# HELP outletd_") || line.hasPrefix("# TYPE outletd_")
@@ -63,6 +64,7 @@ import Testing
         #expect(text.contains("outletd_commit_seconds_bucket{le=\"+Inf\"} 2\n"))
         #expect(text.contains("outletd_commit_seconds_count 2\n"))
         #expect(text.contains("outletd_broker_connected 1\n"))
+        #expect(text.contains("outletd_command_results_total{result=\"confirmed\"} 4\n"))
         #expect(text.contains("outletd_info{instance=\"a\\\"b\"} 1\n"))
     }
 }

@@ -307,6 +307,7 @@ public final class CommandRelay: Sendable {
             let topic = NativeProtocol.topic(prefix: settings.topicPrefix, code: code, kind: .set) + "/result"
             do {
                 try relay.client.publish(topic, payload: result.result.payload, qos: 1)
+                relay.metrics.commandResultPublished(result.result.result)
             } catch {
                 relay.logger.warning("publishing a command result failed", metadata: ["error": "\(error)"])
             }

@@ -58,6 +58,14 @@ public enum PrometheusExposition {
         metric(
             "spool_oldest_record_age_seconds", "gauge", "How long the oldest uncommitted message has waited.",
             [("", number(snapshot.spoolOldestRecordAgeSeconds))])
+        metric(
+            "commands_published_total", "counter", "Commands published to outlets.",
+            [("", String(snapshot.commandsPublished))])
+        metric(
+            "command_results_total", "counter", "Command results published on set/result, by result.",
+            snapshot.commandResults.sorted { $0.key < $1.key }.map {
+                ("{result=\"\(escape($0.key))\"}", String($0.value))
+            })
         metric("info", "gauge", "This instance.", [("{instance=\"\(escape(instance))\"}", "1")])
         return text
     }

@@ -30,6 +30,8 @@ public final class IngestMetrics: @unchecked Sendable {
         public var spoolOldestRecordAgeSeconds: Double = 0
         /// Commands published to outlets (the command relay).
         public var commandsPublished: UInt64 = 0
+        /// Results published on `set/result`, by result (accepted, sent, confirmed, timed_out, …).
+        public var commandResults: [String: UInt64] = [:]
 
         public var rejectedTotal: UInt64 { rejected.values.reduce(0, +) }
     }
@@ -104,6 +106,12 @@ public final class IngestMetrics: @unchecked Sendable {
     func commandMessageRejected(_ reason: RejectionReason) {
         lock.lock()
         state.rejected[reason, default: 0] += 1
+        lock.unlock()
+    }
+
+    func commandResultPublished(_ result: String) {
+        lock.lock()
+        state.commandResults[result, default: 0] += 1
         lock.unlock()
     }
 
