@@ -12,7 +12,8 @@ struct Outletd: AsyncParsableCommand {
             (e.g. OUTLETD_DATABASE_URL, OUTLETD_MQTT_URL).
             """,
         subcommands: [
-            RunCommand.self, MigrateCommand.self, DeviceCommand.self, StatsCommand.self, SimulateCommand.self,
+            RunCommand.self, MigrateCommand.self, DeviceCommand.self, StatsCommand.self, RollupCommand.self,
+            SimulateCommand.self,
             CheckConfigCommand.self,
         ]
     )

@@ -7,7 +7,8 @@ import Telemetry
 
 /// The daemon: MQTT intake → queue → batch writer → PostgreSQL, plus the registry listener.
 ///
-/// Start order: database (migrations), registry, writer, broker. On graceful shutdown (SIGTERM,
+/// Start order: database (migrations, rollup settings), registry, maintenance (partitions,
+/// retention), writer, broker. On graceful shutdown (SIGTERM,
 /// SIGINT) the reverse: intake stops first (no message is taken that will not be written), the
 /// writer drains everything received, then the registry listener ends.
 public final class IngestService: Service, Sendable {
@@ -45,6 +46,11 @@ public final class IngestService: Service, Sendable {
             reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds,
             logger: logger)
         registryListener.start()
+
+        let maintenance = MaintenanceTask(
+            connectionString: configuration.database.url, retention: configuration.retention,
+            reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds, logger: logger)
+        maintenance.start()
 
         let queue = IntakeQueue(
             maxMessages: configuration.ingest.queueMaxMessages, maxBytes: configuration.ingest.queueMaxBytes)
@@ -100,6 +106,7 @@ public final class IngestService: Service, Sendable {
         queue.close()
         let unwritten = await writer.finish()
         await registryListener.stop()
+        await maintenance.stop()
         statistics.cancel()
         let final = metrics.snapshot()
         logger.info(
@@ -158,6 +165,18 @@ public final class IngestService: Service, Sendable {
                                 description: "database schema is behind (pending migrations \(pending)); "
                                     + "run `outletd migrate` or set database.migrate_on_start")
                         }
+                    }
+                    let settings = RollupStore.Settings(configuration)
+                    if let previous = try RollupStore(connection: connection).store(settings) {
+                        logger.warning(
+                            """
+                            rollup settings changed; rollups stored before were computed with the old ones: \
+                            run `outletd rollup rebuild --since …` to restate them
+                            """,
+                            metadata: [
+                                "time_zone": "\(previous.timeZone) -> \(settings.timeZone)",
+                                "max_gap_seconds": "\(previous.maxGapSeconds) -> \(settings.maxGapSeconds)",
+                            ])
                     }
                 }
                 return
