@@ -58,6 +58,13 @@ let package = Package(
             ]
         ),
 
+        // Figures for docs/ROLLUPS.md; not a test.
+        .executableTarget(
+            name: "outletd-bench",
+            dependencies: ["Ingest", "Postgres", "Telemetry"],
+            path: "Benchmarks/RollupBenchmark"
+        ),
+
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"]),
