@@ -153,7 +153,8 @@ extension Migration {
             -- the trapezoid integral over its covered segments divided by their duration (the plain mean of
             -- its samples when no segment is covered). A minute bucket is recomputed from the raw samples
             -- whenever a row is inserted into it, or into the segment that starts in it; hours and days are
-            -- recomputed from their minutes. Everything in the batch transaction, from rows really inserted.
+            -- recomputed from their minutes, days from their hours. Everything in the batch transaction, from
+            -- rows really inserted.
 
             -- Settings the SQL needs, written by `outletd run` from rollups.time_zone and
             -- rollups.max_gap_seconds. Changing either calls for `outletd rollup rebuild`.
@@ -277,19 +278,19 @@ extension Migration {
                 last_power_watts             double precision NOT NULL,
                 last_at                      timestamptz NOT NULL,
                 PRIMARY KEY (device_id, bucket_start)
-            );
+            ) WITH (fillfactor = 80);  -- room for HOT updates: a bucket is rewritten by every batch touching it
 
             CREATE INDEX power_rollups_minute_bucket_start ON power_rollups_minute (bucket_start);
 
             -- Hours of the configured time zone: the minute minus its local minute-of-hour, so a half-hour
             -- zone (Asia/Kolkata) gets :30 UTC hours, and the repeated hour of a DST change is two buckets.
             CREATE TABLE power_rollups_hourly (LIKE power_rollups_minute INCLUDING GENERATED INCLUDING CONSTRAINTS,
-                                               PRIMARY KEY (device_id, bucket_start));
+                                               PRIMARY KEY (device_id, bucket_start)) WITH (fillfactor = 80);
 
             -- Days of the configured time zone (23, 24 or 25 hours long across DST changes).
             CREATE TABLE power_rollups_daily (LIKE power_rollups_minute INCLUDING GENERATED INCLUDING CONSTRAINTS,
                                               day date NOT NULL,
-                                              PRIMARY KEY (device_id, day));
+                                              PRIMARY KEY (device_id, day)) WITH (fillfactor = 80);
 
             CREATE INDEX power_rollups_hourly_bucket_start ON power_rollups_hourly (bucket_start);
             CREATE INDEX power_rollups_daily_day ON power_rollups_daily (day);
@@ -306,7 +307,8 @@ extension Migration {
 
             -- Recomputes the given minute buckets from the raw samples, then the hours and days that contain
             -- them from their minutes. The caller holds the device locks (outletd_lock_devices).
-            CREATE FUNCTION outletd_rollups_recompute(p_device_ids integer[], p_minutes timestamptz[]) RETURNS integer
+            CREATE FUNCTION outletd_rollups_recompute(p_device_ids integer[], p_minutes timestamptz[], p_prune boolean)
+            RETURNS integer
             LANGUAGE plpgsql AS $$
             DECLARE
                 v_zone  text;
@@ -336,23 +338,38 @@ extension Migration {
                            lead(p.power_watts) OVER w AS next_power,
                            lead(p.energy_wh) OVER w AS next_energy
                     FROM (
-                        SELECT t.device_id, t.bucket_start, s.*
-                        FROM (SELECT DISTINCT * FROM unnest(p_device_ids, p_minutes) AS u(device_id, bucket_start)) t
+                        -- Touched minutes of an outlet less than 10 minutes apart form a run: one index range
+                        -- scan per run (plus the first sample after it) instead of two probes per minute.
+                        SELECT r.device_id, date_trunc('minute', s.measured_at, 'UTC') AS bucket_start, s.*
+                        FROM (
+                            SELECT device_id, min(bucket_start) AS run_start, max(bucket_start) + interval '1 minute' AS run_end
+                            FROM (
+                                SELECT device_id, bucket_start,
+                                       count(*) FILTER (WHERE gap) OVER (PARTITION BY device_id ORDER BY bucket_start) AS run
+                                FROM (
+                                    SELECT device_id, bucket_start,
+                                           coalesce(bucket_start - lag(bucket_start) OVER (PARTITION BY device_id ORDER BY bucket_start)
+                                                    > interval '10 minutes', true) AS gap
+                                    FROM (SELECT DISTINCT * FROM unnest(p_device_ids, p_minutes) AS u(device_id, bucket_start)) t
+                                ) g
+                            ) numbered
+                            GROUP BY device_id, run
+                        ) r
                         CROSS JOIN LATERAL (
                             (SELECT measured_at, power_watts, voltage_volts, energy_wh, false AS is_next
                              FROM samples
-                             WHERE device_id = t.device_id AND measured_at >= t.bucket_start
-                               AND measured_at < t.bucket_start + interval '1 minute')
+                             WHERE device_id = r.device_id AND measured_at >= r.run_start AND measured_at < r.run_end)
                             UNION ALL
                             (SELECT measured_at, power_watts, voltage_volts, energy_wh, true
                              FROM samples
-                             WHERE device_id = t.device_id AND measured_at >= t.bucket_start + interval '1 minute'
+                             WHERE device_id = r.device_id AND measured_at >= r.run_end
                              ORDER BY measured_at LIMIT 1)
                         ) s
                     ) p
-                    WINDOW w AS (PARTITION BY p.device_id, p.bucket_start ORDER BY p.measured_at)
+                    WINDOW w AS (PARTITION BY p.device_id ORDER BY p.measured_at)
                 ) segments
                 WHERE NOT is_next
+                  AND (device_id, bucket_start) IN (SELECT * FROM unnest(p_device_ids, p_minutes))
                 GROUP BY device_id, bucket_start
                 ORDER BY device_id, bucket_start
                 ON CONFLICT (device_id, bucket_start) DO UPDATE SET
@@ -364,10 +381,11 @@ extension Migration {
                     last_power_watts = excluded.last_power_watts, last_at = excluded.last_at;
                 GET DIAGNOSTICS v_count = ROW_COUNT;
 
-                -- Touched minute buckets without samples (only after a rebuild deleted them) have no row.
+                -- Touched minutes without samples have no row. Only a rebuild can meet one (the write path
+                -- touches minutes of stored samples), so only a rebuild asks.
                 DELETE FROM power_rollups_minute r
                 USING (SELECT DISTINCT * FROM unnest(p_device_ids, p_minutes) AS u(device_id, bucket_start)) t
-                WHERE r.device_id = t.device_id AND r.bucket_start = t.bucket_start
+                WHERE p_prune AND r.device_id = t.device_id AND r.bucket_start = t.bucket_start
                   AND NOT EXISTS (SELECT FROM samples s WHERE s.device_id = t.device_id AND s.measured_at >= t.bucket_start
                                                            AND s.measured_at < t.bucket_start + interval '1 minute');
 
@@ -392,7 +410,8 @@ extension Migration {
                 GROUP BY t.device_id, t.hour_start
                 ORDER BY t.device_id, t.hour_start;
 
-                -- Days, from their minutes (none left: no row).
+                -- Days, from their hours (none left: no row). A local day is a union of local hours in every
+                -- zone whose offset changes at a local hour boundary (docs/ROLLUPS.md).
                 DELETE FROM power_rollups_daily r
                 USING (SELECT DISTINCT device_id, (bucket_start AT TIME ZONE v_zone)::date AS day
                        FROM unnest(p_device_ids, p_minutes) AS u(device_id, bucket_start)) t
@@ -400,17 +419,17 @@ extension Migration {
                 INSERT INTO power_rollups_daily (device_id, day, bucket_start, sample_count, power_sum_watts,
                     power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
                     min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
-                SELECT t.device_id, t.day, t.day::timestamp AT TIME ZONE v_zone, sum(m.sample_count), sum(m.power_sum_watts),
-                       sum(m.power_integral_watt_seconds), sum(m.covered_seconds), min(m.min_power_watts),
-                       max(m.peak_power_watts), (array_agg(m.peak_at ORDER BY m.peak_power_watts DESC, m.peak_at))[1],
-                       sum(m.energy_wh), min(m.min_voltage_volts), max(m.max_voltage_volts),
-                       (array_agg(m.last_power_watts ORDER BY m.last_at DESC))[1], max(m.last_at)
+                SELECT t.device_id, t.day, t.day::timestamp AT TIME ZONE v_zone, sum(h.sample_count), sum(h.power_sum_watts),
+                       sum(h.power_integral_watt_seconds), sum(h.covered_seconds), min(h.min_power_watts),
+                       max(h.peak_power_watts), (array_agg(h.peak_at ORDER BY h.peak_power_watts DESC, h.peak_at))[1],
+                       sum(h.energy_wh), min(h.min_voltage_volts), max(h.max_voltage_volts),
+                       (array_agg(h.last_power_watts ORDER BY h.last_at DESC))[1], max(h.last_at)
                 FROM (SELECT DISTINCT device_id, (bucket_start AT TIME ZONE v_zone)::date AS day
                       FROM unnest(p_device_ids, p_minutes) AS u(device_id, bucket_start)) t
-                JOIN power_rollups_minute m ON m.device_id = t.device_id
-                                           AND m.bucket_start >= (t.day::timestamp AT TIME ZONE v_zone) - interval '3 hours'
-                                           AND m.bucket_start < ((t.day + 1)::timestamp AT TIME ZONE v_zone) + interval '3 hours'
-                                           AND (m.bucket_start AT TIME ZONE v_zone)::date = t.day
+                JOIN power_rollups_hourly h ON h.device_id = t.device_id
+                                           AND h.bucket_start >= (t.day::timestamp AT TIME ZONE v_zone) - interval '3 hours'
+                                           AND h.bucket_start < ((t.day + 1)::timestamp AT TIME ZONE v_zone) + interval '3 hours'
+                                           AND (h.bucket_start AT TIME ZONE v_zone)::date = t.day
                 GROUP BY t.device_id, t.day
                 ORDER BY t.device_id, t.day;
 
@@ -423,12 +442,9 @@ extension Migration {
             -- statement of the caller then sees every sample committed before the lock was granted.
             CREATE FUNCTION outletd_lock_devices(p_device_ids integer[]) RETURNS void
             LANGUAGE plpgsql AS $$
-            DECLARE
-                v_device_id integer;
             BEGIN
-                FOR v_device_id IN SELECT DISTINCT d FROM unnest(p_device_ids) AS d WHERE d IS NOT NULL ORDER BY d LOOP
-                    PERFORM pg_advisory_xact_lock(1869903988, v_device_id);
-                END LOOP;
+                PERFORM pg_advisory_xact_lock(1869903988, d)
+                FROM (SELECT DISTINCT d FROM unnest(p_device_ids) AS d WHERE d IS NOT NULL ORDER BY d) ordered;
             END
             $$;
 
@@ -441,19 +457,37 @@ extension Migration {
                 v_minutes  timestamptz[];
             BEGIN
                 PERFORM outletd_lock_devices(p_device_ids);
-                SELECT array_agg(device_id), array_agg(minute) INTO v_devices, v_minutes
-                FROM (
-                    SELECT DISTINCT i.device_id, date_trunc('minute', x.at, 'UTC') AS minute
-                    FROM unnest(p_device_ids, p_measured_at) AS i(device_id, measured_at)
+                -- The sample before a new one is found with one index probe per outlet when the batch's new
+                -- samples of that outlet are all the samples in their time range (the usual case: new data in
+                -- order), and with one probe per new sample otherwise (late readings among stored ones).
+                WITH inserted AS (
+                    SELECT * FROM unnest(p_device_ids, p_measured_at) AS i(device_id, measured_at)
+                ), per_device AS (
+                    SELECT device_id, min(measured_at) AS first_at, max(measured_at) AS last_at, count(*) AS inserted_count
+                    FROM inserted GROUP BY device_id
+                ), interleaved AS (
+                    SELECT p.device_id FROM per_device p
+                    WHERE (SELECT count(*) FROM samples s
+                           WHERE s.device_id = p.device_id AND s.measured_at >= p.first_at AND s.measured_at <= p.last_at)
+                          > p.inserted_count
+                ), probes AS (
+                    SELECT device_id, first_at AS measured_at FROM per_device
+                    UNION
+                    SELECT i.device_id, i.measured_at FROM inserted i JOIN interleaved USING (device_id)
+                ), touched AS (
+                    SELECT device_id, measured_at FROM inserted
+                    UNION ALL
+                    SELECT p.device_id, b.measured_at
+                    FROM probes p
                     CROSS JOIN LATERAL (
-                        SELECT i.measured_at AS at
-                        UNION ALL
-                        (SELECT s.measured_at FROM samples s
-                         WHERE s.device_id = i.device_id AND s.measured_at < i.measured_at
-                         ORDER BY s.measured_at DESC LIMIT 1)
-                    ) x
-                ) touched;
-                RETURN outletd_rollups_recompute(v_devices, v_minutes);
+                        SELECT s.measured_at FROM samples s
+                        WHERE s.device_id = p.device_id AND s.measured_at < p.measured_at
+                        ORDER BY s.measured_at DESC LIMIT 1
+                    ) b
+                )
+                SELECT array_agg(device_id), array_agg(minute) INTO v_devices, v_minutes
+                FROM (SELECT DISTINCT device_id, date_trunc('minute', measured_at, 'UTC') AS minute FROM touched) m;
+                RETURN outletd_rollups_recompute(v_devices, v_minutes, false);
             END
             $$;
 
@@ -475,7 +509,7 @@ extension Migration {
                 IF v_minutes IS NULL THEN
                     RETURN 0;
                 END IF;
-                RETURN outletd_rollups_recompute(array_fill(p_device_id, ARRAY[cardinality(v_minutes)]), v_minutes);
+                RETURN outletd_rollups_recompute(array_fill(p_device_id, ARRAY[cardinality(v_minutes)]), v_minutes, true);
             END
             $$;
 
