@@ -164,9 +164,9 @@ $$;
 
 -- Recomputes the given minute buckets from the raw samples, then the hours and days that contain
 -- them from their minutes. The caller holds the device locks (outletd_lock_devices).
-CREATE FUNCTION outletd_rollups_recompute(p_device_ids integer[], p_minutes timestamptz[], p_prune boolean)
-RETURNS integer
-LANGUAGE plpgsql AS $$
+-- (JIT off: these run in every batch, and compiling a plan costs more than running it.)
+CREATE FUNCTION outletd_rollups_recompute(p_device_ids integer[], p_minutes timestamptz[]) RETURNS integer
+LANGUAGE plpgsql SET jit = off AS $$
 DECLARE
     v_zone  text;
     v_gap   double precision;
@@ -225,8 +225,7 @@ BEGIN
         ) p
         WINDOW w AS (PARTITION BY p.device_id ORDER BY p.measured_at)
     ) segments
-    WHERE NOT is_next
-      AND (device_id, bucket_start) IN (SELECT * FROM unnest(p_device_ids, p_minutes))
+    WHERE NOT is_next  -- untouched minutes inside a run are recomputed too: same samples, same values
     GROUP BY device_id, bucket_start
     ORDER BY device_id, bucket_start
     ON CONFLICT (device_id, bucket_start) DO UPDATE SET
@@ -237,14 +236,6 @@ BEGIN
         min_voltage_volts = excluded.min_voltage_volts, max_voltage_volts = excluded.max_voltage_volts,
         last_power_watts = excluded.last_power_watts, last_at = excluded.last_at;
     GET DIAGNOSTICS v_count = ROW_COUNT;
-
-    -- Touched minutes without samples have no row. Only a rebuild can meet one (the write path
-    -- touches minutes of stored samples), so only a rebuild asks.
-    DELETE FROM power_rollups_minute r
-    USING (SELECT DISTINCT * FROM unnest(p_device_ids, p_minutes) AS u(device_id, bucket_start)) t
-    WHERE p_prune AND r.device_id = t.device_id AND r.bucket_start = t.bucket_start
-      AND NOT EXISTS (SELECT FROM samples s WHERE s.device_id = t.device_id AND s.measured_at >= t.bucket_start
-                                               AND s.measured_at < t.bucket_start + interval '1 minute');
 
     -- Hours, from their minutes (none left: no row).
     DELETE FROM power_rollups_hourly h
@@ -308,7 +299,7 @@ $$;
 -- The write path, after inserting samples: recompute the minute of every inserted sample and the
 -- minute of the sample before it (whose segment the new one split), then their hours and days.
 CREATE FUNCTION outletd_rollups_after_insert(p_device_ids integer[], p_measured_at timestamptz[]) RETURNS integer
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET jit = off AS $$
 DECLARE
     v_devices  integer[];
     v_minutes  timestamptz[];
@@ -344,14 +335,14 @@ BEGIN
     )
     SELECT array_agg(device_id), array_agg(minute) INTO v_devices, v_minutes
     FROM (SELECT DISTINCT device_id, date_trunc('minute', measured_at, 'UTC') AS minute FROM touched) m;
-    RETURN outletd_rollups_recompute(v_devices, v_minutes, false);
+    RETURN outletd_rollups_recompute(v_devices, v_minutes);
 END
 $$;
 
 -- `outletd rollup rebuild`: recomputes one outlet's rollups for minutes in [p_from, p_to) from the
 -- raw samples (minute rows there without samples are removed), and the hours and days around them.
 CREATE FUNCTION outletd_rollups_rebuild(p_device_id integer, p_from timestamptz, p_to timestamptz) RETURNS integer
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET jit = off AS $$
 DECLARE
     v_minutes  timestamptz[];
 BEGIN
@@ -366,7 +357,10 @@ BEGIN
     IF v_minutes IS NULL THEN
         RETURN 0;
     END IF;
-    RETURN outletd_rollups_recompute(array_fill(p_device_id, ARRAY[cardinality(v_minutes)]), v_minutes, true);
+    -- Minutes that no longer have samples disappear; the others are written again.
+    DELETE FROM power_rollups_minute
+    WHERE device_id = p_device_id AND bucket_start >= p_from AND bucket_start < p_to;
+    RETURN outletd_rollups_recompute(array_fill(p_device_id, ARRAY[cardinality(v_minutes)]), v_minutes);
 END
 $$;
 
