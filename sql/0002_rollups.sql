@@ -9,9 +9,9 @@
 -- rollup_settings.max_gap_seconds, else nothing. The time-weighted average power of a bucket is
 -- the trapezoid integral over its covered segments divided by their duration (the plain mean of
 -- its samples when no segment is covered). A minute bucket is recomputed from the raw samples
--- whenever a row is inserted into it, or into the segment that starts in it; hours and days are
--- recomputed from their minutes, days from their hours. Everything in the batch transaction, from
--- rows really inserted.
+-- whenever a row is inserted into it, or into the segment that starts in it; the change of those
+-- minutes is carried into their hours and days (a rebuild recomputes hours from minutes, days from
+-- hours). Everything in the batch transaction, from rows really inserted.
 
 -- Settings the SQL needs, written by `outletd run` from rollups.time_zone and
 -- rollups.max_gap_seconds. Changing either calls for `outletd rollup rebuild`.
@@ -125,7 +125,7 @@ CREATE TABLE power_rollups_minute (
     covered_seconds              double precision NOT NULL,
     average_power_watts          double precision GENERATED ALWAYS AS (
         CASE WHEN covered_seconds > 0 THEN power_integral_watt_seconds / covered_seconds
-             ELSE power_sum_watts / sample_count END) STORED,
+             ELSE power_sum_watts / nullif(sample_count, 0) END) STORED,
     min_power_watts              double precision NOT NULL,
     peak_power_watts             double precision NOT NULL,
     peak_at                      timestamptz NOT NULL,
@@ -162,30 +162,27 @@ LANGUAGE sql STABLE AS $$
     SELECT p_minute - make_interval(mins => extract(minute FROM p_minute AT TIME ZONE p_zone)::integer)
 $$;
 
--- Recomputes the given minute buckets from the raw samples, then the hours and days that contain
--- them from their minutes. The caller holds the device locks (outletd_lock_devices).
--- (JIT off: these run in every batch, and compiling a plan costs more than running it.)
-CREATE FUNCTION outletd_rollups_recompute(p_device_ids integer[], p_minutes timestamptz[]) RETURNS integer
-LANGUAGE plpgsql SET jit = off AS $$
-DECLARE
-    v_zone  text;
-    v_gap   double precision;
-    v_count integer;
-BEGIN
-    SELECT time_zone, max_gap_seconds INTO v_zone, v_gap FROM rollup_settings;
-
-    INSERT INTO power_rollups_minute AS r (device_id, bucket_start, sample_count, power_sum_watts,
-        power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
-        min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
+-- The minute rollups of the given (outlet, minute) pairs, computed from the raw samples: their
+-- samples plus the first sample after each run of touched minutes (touched minutes of an outlet
+-- less than 10 minutes apart form a run: one index range scan per run instead of two probes per
+-- minute; untouched minutes inside a run come out too, with the same values they have).
+CREATE FUNCTION outletd_minute_rollups(p_device_ids integer[], p_minutes timestamptz[],
+                                       p_max_gap_seconds double precision)
+RETURNS TABLE (device_id integer, bucket_start timestamptz, sample_count bigint, power_sum_watts double precision,
+               power_integral_watt_seconds double precision, covered_seconds double precision,
+               min_power_watts double precision, peak_power_watts double precision, peak_at timestamptz,
+               energy_wh double precision, min_voltage_volts double precision, max_voltage_volts double precision,
+               last_power_watts double precision, last_at timestamptz)
+LANGUAGE sql STABLE AS $$
     SELECT device_id, bucket_start, count(*), sum(power_watts),
-           coalesce(sum((power_watts + next_power) / 2 * seconds) FILTER (WHERE seconds <= v_gap), 0),
-           coalesce(sum(seconds) FILTER (WHERE seconds <= v_gap), 0),
+           coalesce(sum((power_watts + next_power) / 2 * seconds) FILTER (WHERE seconds <= p_max_gap_seconds), 0),
+           coalesce(sum(seconds) FILTER (WHERE seconds <= p_max_gap_seconds), 0),
            min(power_watts), max(power_watts),
            (array_agg(measured_at ORDER BY power_watts DESC, measured_at))[1],
            coalesce(sum(CASE
                WHEN energy_wh IS NOT NULL AND next_energy IS NOT NULL
                    THEN CASE WHEN next_energy >= energy_wh THEN next_energy - energy_wh ELSE next_energy END
-               WHEN seconds <= v_gap THEN (power_watts + next_power) / 2 * seconds / 3600
+               WHEN seconds <= p_max_gap_seconds THEN (power_watts + next_power) / 2 * seconds / 3600
                ELSE 0 END), 0),
            min(voltage_volts), max(voltage_volts),
            (array_agg(power_watts ORDER BY measured_at DESC))[1], max(measured_at)
@@ -195,8 +192,6 @@ BEGIN
                lead(p.power_watts) OVER w AS next_power,
                lead(p.energy_wh) OVER w AS next_energy
         FROM (
-            -- Touched minutes of an outlet less than 10 minutes apart form a run: one index range
-            -- scan per run (plus the first sample after it) instead of two probes per minute.
             SELECT r.device_id, date_trunc('minute', s.measured_at, 'UTC') AS bucket_start, s.*
             FROM (
                 SELECT device_id, min(bucket_start) AS run_start, max(bucket_start) + interval '1 minute' AS run_end
@@ -225,8 +220,26 @@ BEGIN
         ) p
         WINDOW w AS (PARTITION BY p.device_id ORDER BY p.measured_at)
     ) segments
-    WHERE NOT is_next  -- untouched minutes inside a run are recomputed too: same samples, same values
+    WHERE NOT is_next
     GROUP BY device_id, bucket_start
+$$;
+
+-- Recomputes the given minute buckets from the raw samples, then the hours and days that contain
+-- them from their minutes. The caller holds the device locks (outletd_lock_devices).
+-- (JIT off: these run in every batch, and compiling a plan costs more than running it.)
+CREATE FUNCTION outletd_rollups_recompute(p_device_ids integer[], p_minutes timestamptz[]) RETURNS integer
+LANGUAGE plpgsql SET jit = off AS $$
+DECLARE
+    v_zone  text;
+    v_gap   double precision;
+    v_count integer;
+BEGIN
+    SELECT time_zone, max_gap_seconds INTO v_zone, v_gap FROM rollup_settings;
+
+    INSERT INTO power_rollups_minute AS r (device_id, bucket_start, sample_count, power_sum_watts,
+        power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
+        min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
+    SELECT * FROM outletd_minute_rollups(p_device_ids, p_minutes, v_gap)
     ORDER BY device_id, bucket_start
     ON CONFLICT (device_id, bucket_start) DO UPDATE SET
         sample_count = excluded.sample_count, power_sum_watts = excluded.power_sum_watts,
@@ -252,8 +265,9 @@ BEGIN
            (array_agg(m.last_power_watts ORDER BY m.last_at DESC))[1], max(m.last_at)
     FROM (SELECT DISTINCT device_id, outletd_hour_start(bucket_start, v_zone) AS hour_start
           FROM unnest(p_device_ids, p_minutes) AS u(device_id, bucket_start)) t
-    JOIN power_rollups_minute m ON m.device_id = t.device_id AND m.bucket_start >= t.hour_start - interval '1 hour'
-                               AND m.bucket_start < t.hour_start + interval '2 hours'
+    -- A minute m is in hour bucket h when h = m − (its local minute-of-hour), so h <= m < h + 1 hour.
+    JOIN power_rollups_minute m ON m.device_id = t.device_id AND m.bucket_start >= t.hour_start
+                               AND m.bucket_start < t.hour_start + interval '1 hour'
                                AND outletd_hour_start(m.bucket_start, v_zone) = t.hour_start
     GROUP BY t.device_id, t.hour_start
     ORDER BY t.device_id, t.hour_start;
@@ -261,7 +275,7 @@ BEGIN
     -- Days, from their hours (none left: no row). A local day is a union of local hours in every
     -- zone whose offset changes at a local hour boundary (docs/ROLLUPS.md).
     DELETE FROM power_rollups_daily r
-    USING (SELECT DISTINCT device_id, (bucket_start AT TIME ZONE v_zone)::date AS day
+    USING (SELECT DISTINCT device_id, (outletd_hour_start(bucket_start, v_zone) AT TIME ZONE v_zone)::date AS day
            FROM unnest(p_device_ids, p_minutes) AS u(device_id, bucket_start)) t
     WHERE r.device_id = t.device_id AND r.day = t.day;
     INSERT INTO power_rollups_daily (device_id, day, bucket_start, sample_count, power_sum_watts,
@@ -272,7 +286,7 @@ BEGIN
            max(h.peak_power_watts), (array_agg(h.peak_at ORDER BY h.peak_power_watts DESC, h.peak_at))[1],
            sum(h.energy_wh), min(h.min_voltage_volts), max(h.max_voltage_volts),
            (array_agg(h.last_power_watts ORDER BY h.last_at DESC))[1], max(h.last_at)
-    FROM (SELECT DISTINCT device_id, (bucket_start AT TIME ZONE v_zone)::date AS day
+    FROM (SELECT DISTINCT device_id, (outletd_hour_start(bucket_start, v_zone) AT TIME ZONE v_zone)::date AS day
           FROM unnest(p_device_ids, p_minutes) AS u(device_id, bucket_start)) t
     JOIN power_rollups_hourly h ON h.device_id = t.device_id
                                AND h.bucket_start >= (t.day::timestamp AT TIME ZONE v_zone) - interval '3 hours'
@@ -297,12 +311,15 @@ END
 $$;
 
 -- The write path, after inserting samples: recompute the minute of every inserted sample and the
--- minute of the sample before it (whose segment the new one split), then their hours and days.
+-- minute of the sample before it (whose segment the new one split), and carry the change of those
+-- minutes into their hours and days.
 CREATE FUNCTION outletd_rollups_after_insert(p_device_ids integer[], p_measured_at timestamptz[]) RETURNS integer
 LANGUAGE plpgsql SET jit = off AS $$
 DECLARE
     v_devices  integer[];
     v_minutes  timestamptz[];
+    v_zone     text;
+    v_gap      double precision;
 BEGIN
     PERFORM outletd_lock_devices(p_device_ids);
     -- The sample before a new one is found with one index probe per outlet when the batch's new
@@ -335,7 +352,101 @@ BEGIN
     )
     SELECT array_agg(device_id), array_agg(minute) INTO v_devices, v_minutes
     FROM (SELECT DISTINCT device_id, date_trunc('minute', measured_at, 'UTC') AS minute FROM touched) m;
-    RETURN outletd_rollups_recompute(v_devices, v_minutes);
+    SELECT time_zone, max_gap_seconds INTO v_zone, v_gap FROM rollup_settings;
+
+    -- Minutes are written as recomputed. Hours and days get the change of their touched minutes:
+    -- sums by difference (new minute − old minute), extremes and "last" by comparison. That is
+    -- exact here because the write path only adds samples: a minute's minimum can only fall, its
+    -- peak only rise (the earliest time at the peak only move earlier), its last sample only move
+    -- later. (The rebuild, which may also remove, recomputes hours and days whole instead.)
+    WITH fresh AS MATERIALIZED (
+        SELECT f.*, outletd_hour_start(f.bucket_start, v_zone) AS hour_start
+        FROM outletd_minute_rollups(v_devices, v_minutes, v_gap) f
+    ), old AS (
+        SELECT m.* FROM power_rollups_minute m JOIN fresh f USING (device_id, bucket_start)
+    ), minutes AS (
+        INSERT INTO power_rollups_minute AS r (device_id, bucket_start, sample_count, power_sum_watts,
+            power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
+            min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
+        SELECT device_id, bucket_start, sample_count, power_sum_watts, power_integral_watt_seconds, covered_seconds,
+               min_power_watts, peak_power_watts, peak_at, energy_wh, min_voltage_volts, max_voltage_volts,
+               last_power_watts, last_at
+        FROM fresh
+        ORDER BY device_id, bucket_start
+        ON CONFLICT (device_id, bucket_start) DO UPDATE SET
+            sample_count = excluded.sample_count, power_sum_watts = excluded.power_sum_watts,
+            power_integral_watt_seconds = excluded.power_integral_watt_seconds,
+            covered_seconds = excluded.covered_seconds, min_power_watts = excluded.min_power_watts,
+            peak_power_watts = excluded.peak_power_watts, peak_at = excluded.peak_at, energy_wh = excluded.energy_wh,
+            min_voltage_volts = excluded.min_voltage_volts, max_voltage_volts = excluded.max_voltage_volts,
+            last_power_watts = excluded.last_power_watts, last_at = excluded.last_at
+    ), change AS MATERIALIZED (
+        SELECT f.device_id, f.hour_start, (f.hour_start AT TIME ZONE v_zone)::date AS day,
+               f.sample_count - coalesce(o.sample_count, 0) AS sample_count,
+               f.power_sum_watts - coalesce(o.power_sum_watts, 0) AS power_sum_watts,
+               f.power_integral_watt_seconds - coalesce(o.power_integral_watt_seconds, 0) AS power_integral_watt_seconds,
+               f.covered_seconds - coalesce(o.covered_seconds, 0) AS covered_seconds,
+               f.energy_wh - coalesce(o.energy_wh, 0) AS energy_wh,
+               f.min_power_watts, f.peak_power_watts, f.peak_at, f.min_voltage_volts, f.max_voltage_volts,
+               f.last_power_watts, f.last_at
+        FROM fresh f LEFT JOIN old o USING (device_id, bucket_start)
+    ), hours AS (
+        INSERT INTO power_rollups_hourly AS h (device_id, bucket_start, sample_count, power_sum_watts,
+            power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
+            min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
+        SELECT device_id, hour_start, sum(sample_count), sum(power_sum_watts), sum(power_integral_watt_seconds),
+               sum(covered_seconds), min(min_power_watts), max(peak_power_watts),
+               (array_agg(peak_at ORDER BY peak_power_watts DESC, peak_at))[1], sum(energy_wh),
+               min(min_voltage_volts), max(max_voltage_volts),
+               (array_agg(last_power_watts ORDER BY last_at DESC))[1], max(last_at)
+        FROM change
+        GROUP BY device_id, hour_start
+        ORDER BY device_id, hour_start
+        ON CONFLICT (device_id, bucket_start) DO UPDATE SET
+            sample_count = h.sample_count + excluded.sample_count,
+            power_sum_watts = h.power_sum_watts + excluded.power_sum_watts,
+            power_integral_watt_seconds = h.power_integral_watt_seconds + excluded.power_integral_watt_seconds,
+            covered_seconds = h.covered_seconds + excluded.covered_seconds,
+            energy_wh = h.energy_wh + excluded.energy_wh,
+            min_power_watts = least(h.min_power_watts, excluded.min_power_watts),
+            peak_power_watts = greatest(h.peak_power_watts, excluded.peak_power_watts),
+            peak_at = CASE WHEN excluded.peak_power_watts > h.peak_power_watts
+                             OR (excluded.peak_power_watts = h.peak_power_watts AND excluded.peak_at < h.peak_at)
+                           THEN excluded.peak_at ELSE h.peak_at END,
+            min_voltage_volts = least(h.min_voltage_volts, excluded.min_voltage_volts),
+            max_voltage_volts = greatest(h.max_voltage_volts, excluded.max_voltage_volts),
+            last_power_watts = CASE WHEN excluded.last_at >= h.last_at THEN excluded.last_power_watts
+                                    ELSE h.last_power_watts END,
+            last_at = greatest(h.last_at, excluded.last_at)
+    )
+    INSERT INTO power_rollups_daily AS d (device_id, day, bucket_start, sample_count, power_sum_watts,
+        power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
+        min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
+    SELECT device_id, day, day::timestamp AT TIME ZONE v_zone, sum(sample_count), sum(power_sum_watts),
+           sum(power_integral_watt_seconds), sum(covered_seconds), min(min_power_watts), max(peak_power_watts),
+           (array_agg(peak_at ORDER BY peak_power_watts DESC, peak_at))[1], sum(energy_wh),
+           min(min_voltage_volts), max(max_voltage_volts),
+           (array_agg(last_power_watts ORDER BY last_at DESC))[1], max(last_at)
+    FROM change
+    GROUP BY device_id, day
+    ORDER BY device_id, day
+    ON CONFLICT (device_id, day) DO UPDATE SET
+        sample_count = d.sample_count + excluded.sample_count,
+        power_sum_watts = d.power_sum_watts + excluded.power_sum_watts,
+        power_integral_watt_seconds = d.power_integral_watt_seconds + excluded.power_integral_watt_seconds,
+        covered_seconds = d.covered_seconds + excluded.covered_seconds,
+        energy_wh = d.energy_wh + excluded.energy_wh,
+        min_power_watts = least(d.min_power_watts, excluded.min_power_watts),
+        peak_power_watts = greatest(d.peak_power_watts, excluded.peak_power_watts),
+        peak_at = CASE WHEN excluded.peak_power_watts > d.peak_power_watts
+                         OR (excluded.peak_power_watts = d.peak_power_watts AND excluded.peak_at < d.peak_at)
+                       THEN excluded.peak_at ELSE d.peak_at END,
+        min_voltage_volts = least(d.min_voltage_volts, excluded.min_voltage_volts),
+        max_voltage_volts = greatest(d.max_voltage_volts, excluded.max_voltage_volts),
+        last_power_watts = CASE WHEN excluded.last_at >= d.last_at THEN excluded.last_power_watts
+                                ELSE d.last_power_watts END,
+        last_at = greatest(d.last_at, excluded.last_at);
+    RETURN cardinality(v_minutes);
 END
 $$;
 
