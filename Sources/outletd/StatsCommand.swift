@@ -25,11 +25,12 @@ struct StatsCommand: ParsableCommand {
         let configuration = try options.loadConfiguration()
         let connection = try options.connect(configuration)
         defer { connection.close() }
-        let timeZone = TimeZone(identifier: configuration.rollups.timeZone) ?? .gmt
+        let timeZoneName = configuration.rollups.timeZone
+        let timeZone = TimeZone(identifier: timeZoneName) ?? .gmt
         repeat {
             let text = try reportingErrors {
                 if let code {
-                    return try renderOutlet(code, PowerStatsQuery(connection: connection), timeZone)
+                    return try renderOutlet(code, PowerStatsQuery(connection: connection), timeZone, timeZoneName)
                 }
                 return try renderAll(PowerSummaryQuery(connection: connection))
             }
@@ -39,7 +40,9 @@ struct StatsCommand: ParsableCommand {
         } while watch != nil
     }
 
-    func renderOutlet(_ code: String, _ query: PowerStatsQuery, _ timeZone: TimeZone) throws -> String {
+    func renderOutlet(_ code: String, _ query: PowerStatsQuery, _ timeZone: TimeZone, _ timeZoneName: String) throws
+        -> String
+    {
         let start = TimeArgument.parse(since) ?? Date()
         guard let stats = try query.stats(code: code, since: start) else {
             throw ValidationError("no device \(code) is registered")
@@ -50,7 +53,7 @@ struct StatsCommand: ParsableCommand {
         let peak = Format.watts(stats.peakPowerWatts) + (stats.peakAt.map { " at \(Format.timestamp($0))" } ?? "")
         return """
             outlet:        \(stats.code)\(stats.name.isEmpty ? "" : " (\(stats.name))")
-            period:        hours since \(Format.timestamp(start)) (\(timeZone.identifier))
+            period:        the hours since \(Format.timestamp(start)) (hours shown in \(timeZoneName))
             samples:       \(stats.sampleCount)
             average power: \(Format.watts(stats.averagePowerWatts))
             peak power:    \(peak)
