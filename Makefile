@@ -34,10 +34,10 @@ chaos-short: deps
 
 ## make lint: the one formatter (.swift-format: 4 spaces, 120 columns); make format fixes.
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests Package.swift
+	$(SWIFT) format lint --strict -r Sources Tests Benchmarks Package.swift
 
 format:
-	$(SWIFT) format -i -r Sources Tests Package.swift
+	$(SWIFT) format -i -r Sources Tests Benchmarks Package.swift
 
 deps:
 	scripts/install-deps

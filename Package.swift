@@ -63,6 +63,12 @@ let package = Package(
         // Benchmarks (not tests): Benchmarks/command-latency.sh runs this.
         .executableTarget(
             name: "command-latency", dependencies: ["MQTT", "Telemetry"], path: "Benchmarks/CommandLatency"),
+        // Figures for docs/ROLLUPS.md; not a test.
+        .executableTarget(
+            name: "outletd-bench",
+            dependencies: ["Ingest", "Postgres", "Telemetry"],
+            path: "Benchmarks/RollupBenchmark"
+        ),
 
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -13,8 +13,7 @@ struct Outletd: AsyncParsableCommand {
             """,
         subcommands: [
             RunCommand.self, MigrateCommand.self, DeviceCommand.self, SwitchCommand.self, StatsCommand.self,
-            SimulateCommand.self,
-            CheckConfigCommand.self, BrokerCommand.self,
+            RollupCommand.self, SimulateCommand.self, CheckConfigCommand.self, BrokerCommand.self,
         ]
     )
 }

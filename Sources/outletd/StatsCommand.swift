@@ -2,41 +2,70 @@ import ArgumentParser
 import Foundation
 import Ingest
 
-/// `outletd stats [CODE]`: average and peak power per outlet, from `device_power_summary`.
+/// `outletd stats [CODE] [--since 24h]`: one outlet's power from the hourly rollups (average,
+/// peak and when, energy, samples, a bar chart by hour), or every outlet from
+/// `device_power_summary`.
 struct StatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "stats", abstract: "Average and peak power of one outlet, or of all of them.")
+        commandName: "stats", abstract: "Power of one outlet over a period, or the summary of all of them.")
 
     @OptionGroup var options: GlobalOptions
     @Argument(help: "An outlet's code; all outlets when omitted.") var code: String?
+    @Option(help: "With CODE: the period, back from now (30m, 24h, 7d) or from an RFC 3339 time.")
+    var since = "24h"
     @Option(help: "Print again every SECONDS until interrupted.") var watch: Double?
+
+    func validate() throws {
+        guard TimeArgument.parse(since) != nil else {
+            throw ValidationError("--since: expected a duration like 24h or an RFC 3339 time, got \"\(since)\"")
+        }
+    }
 
     func run() throws {
         let configuration = try options.loadConfiguration()
         let connection = try options.connect(configuration)
         defer { connection.close() }
-        let query = PowerSummaryQuery(connection: connection)
+        let timeZoneName = configuration.rollups.timeZone
+        let timeZone = TimeZone(identifier: timeZoneName) ?? .gmt
         repeat {
-            let text = try reportingErrors { try render(query) }
+            let text = try reportingErrors {
+                if let code {
+                    return try renderOutlet(code, PowerStatsQuery(connection: connection), timeZone, timeZoneName)
+                }
+                return try renderAll(PowerSummaryQuery(connection: connection))
+            }
             if watch != nil { print("\u{1B}[H\u{1B}[2J", terminator: "") }
             print(text)
             if let watch { Thread.sleep(forTimeInterval: max(0.2, watch)) }
         } while watch != nil
     }
 
-    func render(_ query: PowerSummaryQuery) throws -> String {
-        if let code {
-            guard let summary = try query.summary(code: code) else {
-                throw ValidationError("no device \(code) is registered")
-            }
-            return """
-                outlet:        \(summary.code)\(summary.name.isEmpty ? "" : " (\(summary.name))")\(summary.enabled ? "" : " [disabled]")
-                samples:       \(summary.sampleCount)
-                average power: \(Format.watts(summary.averagePowerWatts))
-                peak power:    \(Format.watts(summary.peakPowerWatts))\(summary.peakAt.map { " at \(Format.timestamp($0))" } ?? "")
-                last reading:  \(summary.lastReadingAt.map(Format.timestamp) ?? "never")
-                """
+    func renderOutlet(_ code: String, _ query: PowerStatsQuery, _ timeZone: TimeZone, _ timeZoneName: String) throws
+        -> String
+    {
+        let start = TimeArgument.parse(since) ?? Date()
+        guard let stats = try query.stats(code: code, since: start) else {
+            throw ValidationError("no device \(code) is registered")
         }
+        let hourFormat = DateFormatter()
+        hourFormat.timeZone = timeZone
+        hourFormat.dateFormat = "yyyy-MM-dd HH:mm"
+        let peak = Format.watts(stats.peakPowerWatts) + (stats.peakAt.map { " at \(Format.timestamp($0))" } ?? "")
+        return """
+            outlet:        \(stats.code)\(stats.name.isEmpty ? "" : " (\(stats.name))")
+            period:        the hours since \(Format.timestamp(start)) (hours shown in \(timeZoneName))
+            samples:       \(stats.sampleCount)
+            average power: \(Format.watts(stats.averagePowerWatts))
+            peak power:    \(peak)
+            energy:        \(String(format: "%.3f Wh", stats.energyWattHours))
+            last reading:  \(stats.lastReadingAt.map(Format.timestamp) ?? "none in this period")
+
+            average power by hour:
+            \(PowerBarChart.render(stats.hours) { hourFormat.string(from: $0) })
+            """
+    }
+
+    func renderAll(_ query: PowerSummaryQuery) throws -> String {
         let summaries = try query.all()
         let rows = summaries.map {
             [

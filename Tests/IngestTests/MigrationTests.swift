@@ -78,3 +78,15 @@ import Testing
         #expect(throws: Migrator.ChecksumMismatch.self) { try edited.migrate(connection) }
     }
 }
+
+@Suite struct OverviewTests {
+    @Test func overviewShowsAvailabilityAndReportedState() throws {
+        let url = try Harness.migratedDatabase()
+        try Harness.register(["plug-1", "plug-2"], databaseURL: url)
+        try TestStack.shared().psql(
+            url, "UPDATE devices SET online = true, reported_state = 'on' WHERE code = 'plug-1'")
+        #expect(
+            try Harness.scalar(url, "SELECT online, state FROM outlet_overview WHERE code = 'plug-1'") == "t|on")
+        #expect(try Harness.scalar(url, "SELECT online, state FROM outlet_overview WHERE code = 'plug-2'") == "|")
+    }
+}

@@ -120,12 +120,15 @@ final class ResultWatcher: Sendable {
         seen.value.filter { $0.commandID == commandID }.map(\.result)
     }
 
-    /// Waits until command `commandID` has published `expected` (in this order, exactly).
-    func waitFor(_ commandID: Int64, _ expected: [String], timeout: Double = 15) async throws {
+    /// Waits until command `commandID` has published `expected` (in this order, exactly, unless
+    /// `inAnyOrder`: with several instances, two of them may publish one command's results).
+    func waitFor(_ commandID: Int64, _ expected: [String], inAnyOrder: Bool = false, timeout: Double = 15)
+        async throws
+    {
         try await Harness.waitUntil(
             timeout: timeout, "results \(expected) of command \(commandID), saw \(results(of: commandID))"
         ) {
-            results(of: commandID) == expected
+            inAnyOrder ? results(of: commandID).sorted() == expected.sorted() : results(of: commandID) == expected
         }
     }
 

@@ -233,6 +233,26 @@ extension ConfigurationKey {
         .int(
             "commands.inbox_max_messages", \.commands.inboxMaxMessages, 1...10_000_000,
             "set requests and state reports not yet handled before intake waits"),
+        .string("rollups.time_zone", \.rollups.timeZone, "IANA time zone of the daily rollups"),
+        .double(
+            "rollups.max_gap_seconds", \.rollups.maxGapSeconds, 1...604_800,
+            "longer gaps between samples add no integrated energy, seconds"),
+        .int("retention.raw_days", \.retention.rawDays, 2...36_500, "raw samples kept, days (whole partitions)"),
+        .int(
+            "retention.minute_rollup_days", \.retention.minuteRollupDays, 4...36_500,
+            "1-minute rollups kept, days (at least raw_days + 2)"),
+        .int(
+            "retention.hourly_rollup_days", \.retention.hourlyRollupDays, 0...36_500,
+            "hourly rollups kept, days; 0 = forever"),
+        .int(
+            "retention.daily_rollup_days", \.retention.dailyRollupDays, 0...36_500,
+            "daily rollups kept, days; 0 = forever"),
+        .int(
+            "retention.partitions_ahead_days", \.retention.partitionsAheadDays, 1...366,
+            "daily partitions of samples created ahead"),
+        .double(
+            "retention.maintenance_interval_seconds", \.retention.maintenanceIntervalSeconds, 1...86_400,
+            "how often partitions are created and old data dropped, seconds"),
         .choice(
             "logging.level", \.logging.level, ["trace", "debug", "info", "notice", "warning", "error", "critical"],
             "log level"),

@@ -181,6 +181,19 @@ public struct ConfigurationLoader: Sendable {
         require(
             configuration.mqtt.reconnectDelayMinSeconds <= configuration.mqtt.reconnectDelayMaxSeconds,
             "mqtt.reconnect_delay_min_seconds", "must not exceed mqtt.reconnect_delay_max_seconds")
+        require(
+            TimeZone(identifier: configuration.rollups.timeZone) != nil, "rollups.time_zone",
+            "unknown time zone \"\(configuration.rollups.timeZone)\" (expected an IANA name like Europe/Berlin)")
+        let retention = configuration.retention
+        require(
+            retention.minuteRollupDays >= retention.rawDays + 2, "retention.minute_rollup_days",
+            "must be at least retention.raw_days + 2 (hours and days are recomputed from their minutes)")
+        require(
+            retention.hourlyRollupDays == 0 || retention.hourlyRollupDays >= retention.minuteRollupDays,
+            "retention.hourly_rollup_days", "must be 0 (forever) or at least retention.minute_rollup_days")
+        require(
+            retention.dailyRollupDays == 0 || retention.dailyRollupDays >= retention.minuteRollupDays,
+            "retention.daily_rollup_days", "must be 0 (forever) or at least retention.minute_rollup_days")
         do {
             _ = try MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID)
         } catch {

@@ -16,6 +16,8 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public var rejections = RejectionSettings()
     public var registry = RegistrySettings()
     public var commands = CommandSettings()
+    public var rollups = RollupSettings()
+    public var retention = RetentionSettings()
     public var logging = LoggingSettings()
     public var http = HTTPSettings()
 
@@ -155,6 +157,32 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var shareGroup = "outletd"
         /// Set requests and state reports received, not yet handled, before intake waits.
         public var inboxMaxMessages = 10_000
+    }
+
+    /// The power rollups (docs/ROLLUPS.md). Changing either value calls for `outletd rollup rebuild`.
+    public struct RollupSettings: Sendable, Equatable {
+        /// IANA time zone of the day buckets (and of the hour buckets of half-hour zones).
+        public var timeZone = "UTC"
+        /// Consecutive samples further apart than this, seconds, add no integrated energy and no
+        /// time to the average.
+        public var maxGapSeconds = 600.0
+    }
+
+    /// What is kept, for how long, and the maintenance task that enforces it.
+    public struct RetentionSettings: Sendable, Equatable {
+        /// Raw samples older than this many days are dropped, one daily partition at a time.
+        public var rawDays = 30
+        /// 1-minute rollups older than this many days are deleted. At least `rawDays + 2`: hours and
+        /// days are recomputed from their minutes.
+        public var minuteRollupDays = 90
+        /// Hourly rollups older than this many days are deleted; 0 keeps them forever.
+        public var hourlyRollupDays = 0
+        /// Daily rollups older than this many days are deleted; 0 keeps them forever.
+        public var dailyRollupDays = 0
+        /// Daily partitions of `samples` created ahead of today.
+        public var partitionsAheadDays = 3
+        /// How often the maintenance task runs, seconds (it also runs at start).
+        public var maintenanceIntervalSeconds = 3_600.0
     }
 
     /// Logs (standard error).

@@ -7,10 +7,11 @@ import Telemetry
 
 /// The daemon: MQTT intake → durable spool → batch writer → PostgreSQL, plus the registry listener.
 ///
-/// Start order: database (migrations), spool, registry, writer, broker. On graceful shutdown
-/// (SIGTERM, SIGINT) the reverse: intake stops first, the writer writes what the spool holds
-/// (within `ingest.shutdown_flush_timeout_seconds`; the rest stays in the spool for the next
-/// start), then the registry listener ends.
+/// Start order: database (migrations, rollup settings), registry, maintenance (partitions,
+/// retention), spool, writer, command relay, broker. On graceful shutdown (SIGTERM, SIGINT) the
+/// reverse: intake stops first, the writer writes what the spool holds (within
+/// `ingest.shutdown_flush_timeout_seconds`; the rest stays in the spool for the next start), then
+/// the listeners and the maintenance task end.
 public final class IngestService: Service, Sendable {
     public let configuration: OutletdConfiguration
     public let metrics = IngestMetrics()
@@ -54,6 +55,11 @@ public final class IngestService: Service, Sendable {
             reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds,
             logger: logger, metrics: metrics)
         registryListener.start()
+
+        let maintenance = MaintenanceTask(
+            connectionString: configuration.database.url, retention: configuration.retention,
+            reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds, logger: logger)
+        maintenance.start()
 
         let spool = try await Blocking.run("outletd-spool-open") {
             try Spool.open(configuration.spool.settings, logger: logger)
@@ -142,6 +148,7 @@ public final class IngestService: Service, Sendable {
         await relay.finish()
         await commandListener.stop()
         await registryListener.stop()
+        await maintenance.stop()
         statistics.cancel()
         let final = metrics.snapshot()
         logger.info(
@@ -226,6 +233,18 @@ public final class IngestService: Service, Sendable {
                                 description: "database schema is behind (pending migrations \(pending)); "
                                     + "run `outletd migrate` or set database.migrate_on_start")
                         }
+                    }
+                    let settings = RollupStore.Settings(configuration)
+                    if let previous = try RollupStore(connection: connection).store(settings) {
+                        logger.warning(
+                            """
+                            rollup settings changed; rollups stored before were computed with the old ones: \
+                            run `outletd rollup rebuild --since …` to restate them
+                            """,
+                            metadata: [
+                                "time_zone": "\(previous.timeZone) -> \(settings.timeZone)",
+                                "max_gap_seconds": "\(previous.maxGapSeconds) -> \(settings.maxGapSeconds)",
+                            ])
                     }
                 }
                 return

@@ -7,8 +7,10 @@ import Telemetry
 /// Samples are COPYed into a session-local staging table and moved with
 /// `INSERT … ON CONFLICT DO NOTHING RETURNING`, and the running totals are updated from the rows
 /// that statement really inserted — so replaying or repeating a message never counts twice.
-/// Rejections are counted by reason, a bounded sample of them stored, unknown codes upserted into
-/// `pending_devices` (bounded too).
+/// The power rollups (minute, hour, day) are then recomputed, in the same transaction, for the buckets
+/// those rows touched (see docs/ROLLUPS.md). The daily partitions of `samples` that the batch needs
+/// are created first when missing. Rejections are counted by reason, a bounded sample of them
+/// stored, unknown codes upserted into `pending_devices` (bounded too).
 public struct BatchStore: Sendable {
     /// What a committed batch did.
     public struct Outcome: Sendable, Equatable {
@@ -18,10 +20,14 @@ public struct BatchStore: Sendable {
 
     public var keepRejectedMessages: Int
     public var pendingDevicesMax: Int
+    /// Whether `write` maintains the power rollups. Always true in the daemon; false only to
+    /// measure what the rollups cost (`Benchmarks/`), which leaves them stale.
+    public var maintainsRollups: Bool
 
-    public init(keepRejectedMessages: Int, pendingDevicesMax: Int) {
+    public init(keepRejectedMessages: Int, pendingDevicesMax: Int, maintainsRollups: Bool = true) {
         self.keepRejectedMessages = keepRejectedMessages
         self.pendingDevicesMax = pendingDevicesMax
+        self.maintainsRollups = maintainsRollups
     }
 
     /// Creates what a fresh connection needs: staging tables and prepared statements. Run after
@@ -42,11 +48,22 @@ public struct BatchStore: Sendable {
                 seq              bigint
             ) ON COMMIT DELETE ROWS
             """)
+        try connection.execute(
+            """
+            CREATE TEMPORARY TABLE IF NOT EXISTS outletd_inserted_samples (
+                device_id    integer NOT NULL,
+                measured_at  timestamptz NOT NULL
+            ) ON COMMIT DELETE ROWS
+            """)
+        try connection.prepare(name: Statement.ensurePartitions, sql: Self.ensurePartitionsSQL)
         try connection.prepare(name: Statement.moveSamples, sql: Self.moveSamplesSQL)
+        try connection.prepare(name: Statement.updateRollups, sql: Self.updateRollupsSQL)
     }
 
     enum Statement {
+        static let ensurePartitions = "outletd_ensure_partitions"
         static let moveSamples = "outletd_move_samples"
+        static let updateRollups = "outletd_update_rollups"
     }
 
     /// Writes the batch in one transaction, with `checkpoint` (the spool position just after the
@@ -58,6 +75,7 @@ public struct BatchStore: Sendable {
         try connection.transaction {
             var inserted = 0
             if !batch.samples.isEmpty {
+                try connection.executePrepared(name: Statement.ensurePartitions, [Self.utcDays(batch.samples)])
                 try connection.copyIn(
                     """
                     COPY outletd_staging_samples (device_id, measured_us, received_us, device_us, voltage_volts,
@@ -65,6 +83,9 @@ public struct BatchStore: Sendable {
                     """, data: Self.encodeSamples(batch.samples))
                 let moved = try connection.executePrepared(name: Statement.moveSamples)
                 inserted = try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
+                if inserted > 0 && maintainsRollups {
+                    try connection.executePrepared(name: Statement.updateRollups)
+                }
             }
             if !batch.rejectionCounts.isEmpty {
                 try writeRejections(batch, connection)
@@ -111,6 +132,26 @@ public struct BatchStore: Sendable {
     /// 0001-01-01 to 9999-12-31 in microseconds since the Unix epoch.
     static let storableMicroseconds: ClosedRange<Int64> = -62_135_596_800_000_000...253_402_300_799_000_000
 
+    /// The UTC days (since 1970-01-01) the samples fall on: the partitions of `samples` they need.
+    static func utcDays(_ samples: [DeviceSample]) -> [Int32] {
+        let days = Set(
+            samples.map {
+                Int32(clamping: Int64(($0.reading.measuredAt.timeIntervalSince1970 / 86_400).rounded(.down)))
+            })
+        return days.sorted()
+    }
+
+    /// Creates the missing daily partitions of `samples` for the days in `$1`.
+    static let ensurePartitionsSQL = "SELECT outletd_ensure_sample_partitions($1::integer[])"
+
+    /// Recomputes the rollup buckets touched by the rows the move statement inserted (noted in
+    /// `outletd_inserted_samples`): their minutes, the minutes of the samples before them, and the
+    /// hours and days around those.
+    static let updateRollupsSQL = """
+        SELECT outletd_rollups_after_insert(array_agg(device_id), array_agg(measured_at))
+        FROM outletd_inserted_samples
+        """
+
     static func encodeSamples(_ samples: [DeviceSample]) -> [UInt8] {
         var encoder = CopyTextEncoder(reservingCapacity: samples.count * 120)
         for sample in samples {
@@ -134,8 +175,9 @@ public struct BatchStore: Sendable {
         return encoder.bytes
     }
 
-    /// Moves staged samples into `samples`, skipping ones already there, and adds the rows it
-    /// really inserted to `device_power_totals`. Returns the number inserted.
+    /// Moves staged samples into `samples`, skipping ones already there, adds the rows it really
+    /// inserted to `device_power_totals` and notes them in `outletd_inserted_samples` for the
+    /// rollups. Returns the number inserted.
     static let moveSamplesSQL = """
         WITH inserted AS (
             INSERT INTO samples (device_id, measured_at, received_at, device_time, voltage_volts, current_amperes,
@@ -176,6 +218,9 @@ public struct BatchStore: Sendable {
                     THEN excluded.peak_at ELSE t.peak_at END,
                 first_measured_at = LEAST(t.first_measured_at, excluded.first_measured_at),
                 last_measured_at = GREATEST(t.last_measured_at, excluded.last_measured_at)
+        ), noted AS (
+            INSERT INTO outletd_inserted_samples (device_id, measured_at)
+            SELECT device_id, measured_at FROM inserted
         )
         SELECT count(*) FROM inserted
         """

@@ -17,6 +17,11 @@ public struct RejectedReading: Sendable, Equatable {
 public struct DeviceSample: Sendable, Equatable {
     public var deviceID: Int32
     public var reading: Reading
+
+    public init(deviceID: Int32, reading: Reading) {
+        self.deviceID = deviceID
+        self.reading = reading
+    }
 }
 
 /// What one message turned into.
@@ -25,6 +30,12 @@ public struct ClassifiedMessage: Sendable, Equatable {
     public var rejections: [RejectedReading] = []
     /// A well-formed but unregistered code, to upsert into `pending_devices`.
     public var unknownCode: String?
+
+    public init(samples: [DeviceSample] = [], rejections: [RejectedReading] = [], unknownCode: String? = nil) {
+        self.samples = samples
+        self.rejections = rejections
+        self.unknownCode = unknownCode
+    }
 }
 
 /// Turns a raw message into samples and rejections: topic → device code → registry → decoder.

@@ -1,0 +1,179 @@
+// outletd-bench: the figures of docs/ROLLUPS.md ("Benchmark"). Not a test.
+//
+//   outletd-bench ingest URL_WITHOUT URL_WITH [--outlets 100] [--readings 2000] [--rounds 3]
+//       Writes the same readings through BatchStore (batches of 5000, the daemon's default) into
+//       two empty databases, one with the rollups switched off, one with them on; rounds
+//       alternate. Prints readings per second of each round and the ratio of the medians.
+//   outletd-bench query URL [--samples 10000000] [--outlets 100] [--runs 200]
+//       Fills an empty database with raw samples (SQL generate_series, the last 30 days), builds
+//       the rollups with the rebuild SQL, then times the dashboards' "average and peak of one
+//       outlet over the last 24 h" query (PowerStatsQuery.averageAndPeakSQL) and prints its plan.
+import Foundation
+import Ingest
+import Postgres
+import Telemetry
+
+func option(_ name: String, _ fallback: Int) -> Int {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return fallback }
+    return Int(arguments[index + 1]) ?? fallback
+}
+
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+}
+
+func migratedConnection(_ url: String) throws -> PostgresConnection {
+    let connection = try PostgresConnection(connectionString: url, applicationName: "outletd-bench")
+    try Migrator().migrate(connection)
+    return connection
+}
+
+/// Readings of `outlets` outlets every 10 s, most recent last, with 2 % repeated (replays).
+func makeBatches(deviceIDs: [Int32], readingsPerOutlet: Int, batchRows: Int) -> [Batch] {
+    let end = Date().addingTimeInterval(-60)
+    var samples: [DeviceSample] = []
+    samples.reserveCapacity(deviceIDs.count * readingsPerOutlet)
+    for step in 0..<readingsPerOutlet {
+        let at = end.addingTimeInterval(-Double(readingsPerOutlet - step) * 10)
+        for (index, id) in deviceIDs.enumerated() {
+            let power = 50 + Double((step * 7 + index * 13) % 400)
+            let reading = Reading(
+                measuredAt: at.addingTimeInterval(Double(index) / 1_000).roundedToMicroseconds,
+                receivedAt: at, voltageVolts: 229, currentAmperes: power / 229, powerWatts: power)
+            samples.append(DeviceSample(deviceID: id, reading: reading))
+            if (step + index) % 50 == 0 { samples.append(DeviceSample(deviceID: id, reading: reading)) }
+        }
+    }
+    return stride(from: 0, to: samples.count, by: batchRows).map { start in
+        var batch = Batch(maxStoredRejections: 0, payloadExcerptBytes: 0)
+        batch.add(
+            ClassifiedMessage(samples: Array(samples[start..<min(samples.count, start + batchRows)])),
+            of: RawMessage(topic: "bench", payload: [], receivedAt: Date()))
+        return batch
+    }
+}
+
+func ingest(withoutURL: String, withURL: String) throws {
+    let outlets = option("--outlets", 100)
+    let readings = option("--readings", 2_000)
+    let rounds = option("--rounds", 3)
+    var rates: [Bool: [Double]] = [false: [], true: []]
+    for round in 1...rounds {
+        for rollups in [false, true] {
+            let connection = try migratedConnection(rollups ? withURL : withoutURL)
+            defer { connection.close() }
+            try connection.execute(
+                "TRUNCATE samples, device_power_totals, power_rollups_minute, power_rollups_hourly, power_rollups_daily"
+            )
+            try connection.execute("DELETE FROM devices")
+            _ = try DeviceStore(connection: connection).addMany(
+                codes: (0..<outlets).map { String(format: "bench-%04d", $0) })
+            let idRows = try connection.execute("SELECT id FROM devices ORDER BY id")
+            let ids = try (0..<idRows.rowCount).compactMap { try idRows.int64(row: $0, column: 0).map(Int32.init) }
+            let batches = makeBatches(deviceIDs: ids, readingsPerOutlet: readings, batchRows: 5_000)
+            let store = BatchStore(keepRejectedMessages: 0, pendingDevicesMax: 0, maintainsRollups: rollups)
+            try store.prepareSession(connection)
+            try connection.execute("VACUUM ANALYZE")
+            let clock = ContinuousClock()
+            let started = clock.now
+            var written = 0
+            for batch in batches { written += try store.write(batch, to: connection).inserted }
+            let elapsed = seconds(clock.now - started)
+            let rate = Double(batches.reduce(0) { $0 + $1.samples.count }) / elapsed
+            rates[rollups, default: []].append(rate)
+            print(
+                String(
+                    format: "round %d, rollups %@: %d readings (%d stored) in %.2f s = %.0f readings/s", round,
+                    rollups ? "on " : "off", batches.reduce(0) { $0 + $1.samples.count }, written, elapsed, rate))
+        }
+    }
+    let off = median(rates[false] ?? [])
+    let on = median(rates[true] ?? [])
+    print(String(format: "median: off %.0f/s, on %.0f/s, on/off = %.1f %%", off, on, on / off * 100))
+}
+
+func query(url: String) throws {
+    let total = option("--samples", 10_000_000)
+    let outlets = option("--outlets", 100)
+    let runs = option("--runs", 200)
+    let connection = try migratedConnection(url)
+    defer { connection.close() }
+    let clock = ContinuousClock()
+    let existing = try connection.execute("SELECT count(*) FROM samples").int64(row: 0, column: 0) ?? 0
+    if existing < total {
+        let perOutlet = total / outlets
+        let spacing = 30.0 * 86_400 / Double(perOutlet)
+        try connection.execute("TRUNCATE samples")
+        try connection.execute("DELETE FROM devices")
+        _ = try DeviceStore(connection: connection).addMany(
+            codes: (0..<outlets).map { String(format: "bench-%04d", $0) })
+        let days = Array(
+            Int32(Date().timeIntervalSince1970 / 86_400) - 31...Int32(Date().timeIntervalSince1970 / 86_400) + 1)
+        try connection.execute("SELECT outletd_ensure_sample_partitions($1::integer[])", [days])
+        var started = clock.now
+        try connection.execute(
+            """
+            INSERT INTO samples (device_id, measured_at, received_at, voltage_volts, current_amperes, power_watts)
+            SELECT d.id, t, t, 229, p / 229, p
+            FROM devices d
+            CROSS JOIN LATERAL generate_series(1, $1::integer) AS n
+            CROSS JOIN LATERAL (SELECT now() - ($1 - n) * make_interval(secs => $2) AS t,
+                                       50 + ((n * 7 + d.id * 13) % 400)::float8 AS p) v
+            ORDER BY t
+            """, [Int32(perOutlet), spacing])
+        print(String(format: "inserted %d raw samples in %.1f s", total, seconds(clock.now - started)))
+        try connection.execute("VACUUM ANALYZE samples")
+        started = clock.now
+        let rebuilt = try connection.execute(
+            "SELECT sum(outletd_rollups_rebuild(id, now() - interval '31 days', now() + interval '1 day')) FROM devices"
+        )
+        print(
+            String(
+                format: "rollups rebuilt (%@ minute buckets) in %.1f s", rebuilt[0, 0] ?? "?",
+                seconds(clock.now - started)))
+        try connection.execute("VACUUM ANALYZE")
+    }
+    let counts = try connection.execute(
+        "SELECT (SELECT count(*) FROM samples), (SELECT count(*) FROM sample_partitions), (SELECT count(*) FROM power_rollups_hourly)"
+    )
+    print("samples: \(counts[0, 0] ?? "?"), partitions: \(counts[0, 1] ?? "?"), hourly rollups: \(counts[0, 2] ?? "?")")
+    let code = String(format: "bench-%04d", outlets / 2)
+    try connection.prepare(name: "bench_average_and_peak", sql: PowerStatsQuery.averageAndPeakSQL)
+    var timings: [Double] = []
+    for _ in 0..<runs {
+        let since = Date().addingTimeInterval(-86_400)
+        let started = clock.now
+        let result = try connection.executePrepared(name: "bench_average_and_peak", [code, since])
+        timings.append(seconds(clock.now - started) * 1_000)
+        precondition(result.rowCount == 1)
+    }
+    let sorted = timings.sorted()
+    print(
+        String(
+            format: "query (prepared, client round trip) over %d runs: median %.3f ms, p95 %.3f ms, max %.3f ms", runs,
+            median(timings), sorted[Int(Double(sorted.count - 1) * 0.95)], sorted.last ?? 0))
+    let explain = try connection.execute(
+        "EXPLAIN (ANALYZE, BUFFERS) " + PowerStatsQuery.averageAndPeakSQL, [code, Date().addingTimeInterval(-86_400)])
+    print("plan:")
+    for row in 0..<explain.rowCount { print("  " + (explain[row, 0] ?? "")) }
+}
+
+let arguments = CommandLine.arguments
+do {
+    switch arguments.count > 1 ? arguments[1] : "" {
+    case "ingest" where arguments.count >= 4: try ingest(withoutURL: arguments[2], withURL: arguments[3])
+    case "query" where arguments.count >= 3: try query(url: arguments[2])
+    default:
+        FileHandle.standardError.write(Data("usage: outletd-bench ingest URL_WITHOUT URL_WITH | query URL\n".utf8))
+        exit(64)
+    }
+} catch {
+    FileHandle.standardError.write(Data("outletd-bench: \(error)\n".utf8))
+    exit(1)
+}

@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import Ingest
+
+/// `outletd rollup rebuild [--device CODE] --since TIME`: recomputes the rollups from the raw
+/// samples, with the same SQL the write path uses, one transaction per outlet and day.
+struct RollupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rollup", abstract: "Maintain the power rollups.", subcommands: [Rebuild.self])
+
+    struct Rebuild: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Recompute the rollups from the raw samples (after a settings change or to repair).",
+            discussion: """
+                Raw samples older than the oldest partition (retention.raw_days) are gone: the rollups before \
+                it are left as they are. Safe while outletd runs (outlets are locked one at a time).
+                """)
+        @OptionGroup var options: GlobalOptions
+        @Option(help: "Only this outlet.") var device: String?
+        @Option(help: "From this time: a duration back from now (36h, 7d) or an RFC 3339 time.") var since: String
+
+        func validate() throws {
+            guard TimeArgument.parse(since) != nil else {
+                throw ValidationError("--since: expected a duration like 7d or an RFC 3339 time, got \"\(since)\"")
+            }
+        }
+
+        func run() throws {
+            let start = TimeArgument.parse(since) ?? Date()
+            let configuration = try options.loadConfiguration()
+            try options.withDatabase { connection in
+                let store = RollupStore(connection: connection)
+                if let previous = try store.store(RollupStore.Settings(configuration)) {
+                    print(
+                        "rollup settings changed from time zone \(previous.timeZone), max gap "
+                            + "\(previous.maxGapSeconds) s to \(configuration.rollups.timeZone), "
+                            + "\(configuration.rollups.maxGapSeconds) s")
+                }
+                let targets = try store.rebuildTargets(since: start, code: device)
+                var total = 0
+                for (index, target) in targets.enumerated() {
+                    let span = max(1, target.until.timeIntervalSince(target.from))
+                    let written = try store.rebuild(target) { reached, written in
+                        let percent = min(100, Int(reached.timeIntervalSince(target.from) / span * 100))
+                        print(
+                            "[\(index + 1)/\(targets.count)] \(target.code): \(percent)% "
+                                + "(up to \(Format.timestamp(reached)), \(written) minutes)")
+                    }
+                    total += written
+                }
+                print("rebuilt \(total) minute buckets of \(targets.count) outlets, and their hours and days")
+            }
+        }
+    }
+}

@@ -1,0 +1,399 @@
+import Foundation
+import Postgres
+import Telemetry
+import TestSupport
+import Testing
+
+@testable import Ingest
+
+/// The power rollups against a real PostgreSQL, fed through the real write path (`BatchStore`).
+@Suite struct RollupTests {
+    /// A database with one store session and the outlets `codes`; returns their ids too.
+    func setUp(_ codes: [String], timeZone: String = "UTC", maxGapSeconds: Double = 600) throws
+        -> (url: String, connection: PostgresConnection, ids: [Int32])
+    {
+        let url = try Harness.migratedDatabase()
+        let connection = try PostgresConnection(connectionString: url)
+        let ids = try codes.map { try DeviceStore(connection: connection).add(.init(code: $0)).id }
+        try RollupStore(connection: connection).store(.init(timeZone: timeZone, maxGapSeconds: maxGapSeconds))
+        try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
+        return (url, connection, ids)
+    }
+
+    func sample(_ deviceID: Int32, _ at: Date, power: Double, voltage: Double? = 230, energy: Double? = nil)
+        -> DeviceSample
+    {
+        DeviceSample(
+            deviceID: deviceID,
+            reading: Reading(
+                measuredAt: at.roundedToMicroseconds, receivedAt: at.roundedToMicroseconds, voltageVolts: voltage,
+                currentAmperes: voltage.map { power / $0 }, powerWatts: power, energyWattHours: energy))
+    }
+
+    /// Writes `samples` through the write path, `batchSize` per transaction.
+    @discardableResult
+    func write(_ samples: [DeviceSample], _ connection: PostgresConnection, batchSize: Int = 500) throws -> Int {
+        let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3)
+        var inserted = 0
+        for start in stride(from: 0, to: samples.count, by: batchSize) {
+            var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
+            let chunk = Array(samples[start..<min(samples.count, start + batchSize)])
+            batch.add(
+                ClassifiedMessage(samples: chunk),
+                of: RawMessage(topic: "t", payload: [], receivedAt: Date()))
+            inserted += try store.write(batch, to: connection).inserted
+        }
+        return inserted
+    }
+
+    // MARK: - The property: incremental = from scratch
+
+    @Test(arguments: [UInt64(1), 2, 3])
+    func incrementalRollupsEqualAFromScratchComputation(seed: UInt64) throws {
+        let (url, connection, ids) = try setUp(["p-1", "p-2", "p-3"], timeZone: "Europe/Berlin", maxGapSeconds: 120)
+        defer { connection.close() }
+        var random = SplitMix64(seed: seed)
+        // Around Berlin's local midnight and the end of summer time (2026-10-25 01:00 UTC).
+        let start = RFC3339.date(from: "2026-10-24T21:30:00Z") ?? Date()
+        var readings: [DeviceSample] = []
+        for (index, id) in ids.enumerated() {
+            var at = start.addingTimeInterval(Double(random.next() % 60))
+            var counter = Double(random.next() % 1_000)
+            let end = start.addingTimeInterval(5 * 3_600)
+            while at < end {
+                let power = Double(random.next() % 3_000) / 10
+                // p-1 integrates power, p-2 reports a counter (with resets), p-3 sometimes does.
+                var energy: Double?
+                if index == 1 || (index == 2 && random.next() % 2 == 0) {
+                    counter += Double(random.next() % 50) / 10
+                    if random.next() % 40 == 0 { counter = Double(random.next() % 5) }  // reset
+                    energy = counter
+                }
+                let voltage: Double? = random.next() % 10 == 0 ? nil : 220 + Double(random.next() % 200) / 10
+                readings.append(sample(id, at, power: power, voltage: voltage, energy: energy))
+                // Mostly 1–20 s apart; sometimes a gap longer than the 120 s maximum.
+                at = at.addingTimeInterval(
+                    random.next() % 25 == 0
+                        ? Double(121 + random.next() % 900) : 1 + Double(random.next() % 20_000) / 1_000)
+            }
+        }
+        // Duplicates (a replay repeats some readings, with other values that must be ignored).
+        var fed = readings
+        for _ in 0..<readings.count / 5 {
+            var copy = readings[Int(random.next() % UInt64(readings.count))]
+            copy.reading.powerWatts += 1_000
+            fed.append(copy)
+        }
+        // Out of order: shuffled, then fed in batches of random sizes.
+        fed.shuffle(using: &random)
+        var position = 0
+        let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3)
+        var inserted = 0
+        while position < fed.count {
+            let size = 1 + Int(random.next() % 300)
+            var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
+            batch.add(
+                ClassifiedMessage(samples: Array(fed[position..<min(fed.count, position + size)])),
+                of: RawMessage(topic: "t", payload: [], receivedAt: Date()))
+            inserted += try store.write(batch, to: connection).inserted
+            position += size
+        }
+        // A replayed reading is stored once (whichever copy came first).
+        let distinct = Set(readings.map { "\($0.deviceID)/\($0.reading.measuredAt.timeIntervalSince1970)" })
+        #expect(inserted == distinct.count)
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples") == distinct.count)
+
+        try expectRollupsMatchFromScratch(url, timeZone: "Europe/Berlin", maxGapSeconds: 120)
+        #expect(try Harness.count(url, "SELECT count(DISTINCT day) FROM power_rollups_daily") == 2)
+
+        // Damage the rollups, then rebuild them: the rebuild gives what the incremental path gave.
+        let before = try Harness.scalar(url, Self.rollupFingerprintSQL)
+        try connection.execute("DELETE FROM power_rollups_minute WHERE device_id = $1", [ids[0]])
+        try connection.execute("UPDATE power_rollups_hourly SET energy_wh = -1")
+        let rollups = RollupStore(connection: connection)
+        let targets = try rollups.rebuildTargets(since: start.addingTimeInterval(-86_400), code: nil)
+        #expect(targets.count == 3)
+        for target in targets { try rollups.rebuild(target, chunkSeconds: 3_600) }
+        try expectRollupsMatchFromScratch(url, timeZone: "Europe/Berlin", maxGapSeconds: 120)
+        #expect(try Harness.scalar(url, Self.rollupFingerprintSQL) == before)
+    }
+
+    /// Counts, extremes and times exactly; sums rounded to 6 significant digits.
+    static let rollupFingerprintSQL = """
+        SELECT md5(string_agg(concat_ws(',', device_id, bucket_start, sample_count, min_power_watts, peak_power_watts,
+                                        peak_at, min_voltage_volts, max_voltage_volts, last_power_watts, last_at,
+                                        round(energy_wh::numeric, 6), round(average_power_watts::numeric, 6)),
+                              ';' ORDER BY t, device_id, bucket_start))
+        FROM (SELECT 1 AS t, * FROM power_rollups_minute UNION ALL SELECT 2, * FROM power_rollups_hourly
+              UNION ALL SELECT 3, device_id, bucket_start, sample_count, power_sum_watts, power_integral_watt_seconds,
+                     covered_seconds, average_power_watts, min_power_watts, peak_power_watts, peak_at, energy_wh,
+                     min_voltage_volts, max_voltage_volts, last_power_watts, last_at
+              FROM power_rollups_daily) r
+        """
+
+    /// Compares each rollup table with the definition computed over all raw samples at once:
+    /// segments from consecutive samples (SQL window `lead`), each in the bucket of its start.
+    func expectRollupsMatchFromScratch(_ url: String, timeZone: String, maxGapSeconds: Double) throws {
+        let tables = [
+            ("power_rollups_minute", "bucket_start", "date_trunc('minute', measured_at, 'UTC')"),
+            // Europe/Berlin has whole-hour offsets: its hours are UTC hours.
+            ("power_rollups_hourly", "bucket_start", "date_trunc('hour', measured_at, 'UTC')"),
+            ("power_rollups_daily", "day", "(measured_at AT TIME ZONE '\(timeZone)')::date"),
+        ]
+        for (table, key, bucket) in tables {
+            let mismatches = try Harness.scalar(
+                url,
+                """
+                WITH segments AS (
+                    SELECT device_id, measured_at, power_watts, voltage_volts, energy_wh, \(bucket) AS bucket,
+                           extract(epoch FROM lead(measured_at) OVER w - measured_at)::float8 AS seconds,
+                           lead(power_watts) OVER w AS next_power, lead(energy_wh) OVER w AS next_energy
+                    FROM samples WINDOW w AS (PARTITION BY device_id ORDER BY measured_at)
+                ), expected AS (
+                    SELECT device_id, bucket, count(*) AS sample_count,
+                           sum(power_watts) AS power_sum,
+                           coalesce(sum((power_watts + next_power) / 2 * seconds) FILTER (WHERE seconds <= \(maxGapSeconds)), 0) AS integral,
+                           coalesce(sum(seconds) FILTER (WHERE seconds <= \(maxGapSeconds)), 0) AS covered,
+                           min(power_watts) AS min_power, max(power_watts) AS peak,
+                           (array_agg(measured_at ORDER BY power_watts DESC, measured_at))[1] AS peak_at,
+                           sum(CASE WHEN energy_wh IS NOT NULL AND next_energy IS NOT NULL
+                                    THEN greatest(next_energy - energy_wh, 0) + CASE WHEN next_energy < energy_wh THEN next_energy ELSE 0 END
+                                    WHEN seconds <= \(maxGapSeconds) THEN (power_watts + next_power) / 2 * seconds / 3600
+                                    ELSE 0 END) AS energy,
+                           min(voltage_volts) AS min_v, max(voltage_volts) AS max_v,
+                           (array_agg(power_watts ORDER BY measured_at DESC))[1] AS last_power, max(measured_at) AS last_at
+                    FROM segments GROUP BY 1, 2
+                )
+                SELECT count(*) || coalesce(' first: ' || min(coalesce(e.device_id, a.device_id) || ' ' || coalesce(e.bucket::text, a.\(key)::text)), '')
+                FROM expected e
+                FULL JOIN \(table) a ON a.device_id = e.device_id AND a.\(key) = e.bucket
+                WHERE e.device_id IS NULL OR a.device_id IS NULL
+                   OR e.sample_count <> a.sample_count OR e.min_power <> a.min_power_watts OR e.peak <> a.peak_power_watts
+                   OR e.peak_at <> a.peak_at OR e.min_v IS DISTINCT FROM a.min_voltage_volts
+                   OR e.max_v IS DISTINCT FROM a.max_voltage_volts OR e.last_power <> a.last_power_watts
+                   OR e.last_at <> a.last_at
+                   OR abs(e.energy - a.energy_wh) > 1e-9 * greatest(1, abs(e.energy))
+                   OR abs(e.integral - a.power_integral_watt_seconds) > 1e-9 * greatest(1, abs(e.integral))
+                   OR abs(e.covered - a.covered_seconds) > 1e-9 * greatest(1, e.covered)
+                   OR abs(CASE WHEN e.covered > 0 THEN e.integral / e.covered ELSE e.power_sum / e.sample_count END
+                          - a.average_power_watts) > 1e-9 * greatest(1, abs(a.average_power_watts))
+                """)
+            #expect(mismatches == "0", "\(table): rows differing from the from-scratch computation: \(mismatches)")
+            #expect(try Harness.count(url, "SELECT count(*) FROM \(table)") > 0)
+        }
+    }
+
+    // MARK: - Energy
+
+    @Test func constantHundredWattsForOneHourIsHundredWattHours() throws {
+        let (url, connection, ids) = try setUp(["lamp"])
+        defer { connection.close() }
+        let start = RFC3339.date(from: "2026-06-01T10:00:00Z") ?? Date()
+        // A reading every 10 s from 10:00:00 to 11:00:00, out of order, in batches of 50.
+        let samples = (0...360).map { sample(ids[0], start.addingTimeInterval(Double($0) * 10), power: 100) }
+        try write(samples.reversed(), connection, batchSize: 50)
+        let energy = Double(try Harness.scalar(url, "SELECT sum(energy_wh) FROM power_rollups_daily")) ?? 0
+        #expect(abs(energy - 100) <= 0.1)
+        let hour = try Harness.scalar(
+            url,
+            "SELECT round(average_power_watts::numeric, 9) || ' ' || round(energy_wh::numeric, 9) FROM power_rollups_hourly WHERE bucket_start = '2026-06-01T10:00:00Z'"
+        )
+        #expect(hour == "100.000000000 100.000000000")
+    }
+
+    @Test func counterEnergyTreatsADecreaseAsAResetAndIgnoresTheGapRule() throws {
+        let (url, connection, ids) = try setUp(["meter"], maxGapSeconds: 60)
+        defer { connection.close() }
+        let start = RFC3339.date(from: "2026-06-01T10:00:00Z") ?? Date()
+        let samples = [
+            sample(ids[0], start, power: 5, energy: 10),
+            sample(ids[0], start.addingTimeInterval(30), power: 5, energy: 20),  // +10
+            sample(ids[0], start.addingTimeInterval(60), power: 5, energy: 5),  // reset: +5
+            sample(ids[0], start.addingTimeInterval(3_660), power: 5, energy: 15),  // an hour later: +10
+            sample(ids[0], start.addingTimeInterval(3_690), power: 100),  // no counter, 30 s: 52.5 W × 30 s
+        ]
+        try write(samples, connection)
+        let energy = Double(try Harness.scalar(url, "SELECT sum(energy_wh) FROM power_rollups_daily")) ?? 0
+        #expect(abs(energy - (25 + 52.5 * 30 / 3_600)) < 1e-9)
+        #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_minute WHERE energy_wh < 0") == 0)
+    }
+
+    @Test func aGapLongerThanTheMaximumAddsNoEnergyAndALateReadingSplitsIt() throws {
+        let (url, connection, ids) = try setUp(["gap"], maxGapSeconds: 600)
+        defer { connection.close() }
+        let start = RFC3339.date(from: "2026-06-01T10:00:00Z") ?? Date()
+        try write(
+            [sample(ids[0], start, power: 360), sample(ids[0], start.addingTimeInterval(1_200), power: 360)], connection
+        )
+        #expect(try Harness.scalar(url, "SELECT sum(energy_wh) FROM power_rollups_hourly") == "0")
+        // A late reading in the middle makes two 10-minute segments: 2 × 360 W × 600 s = 120 Wh.
+        try write([sample(ids[0], start.addingTimeInterval(600), power: 360)], connection)
+        #expect(try Harness.scalar(url, "SELECT sum(energy_wh) FROM power_rollups_hourly") == "120")
+        #expect(try Harness.scalar(url, "SELECT sum(energy_wh) FROM power_rollups_minute") == "120")
+    }
+
+    // MARK: - Days in local time
+
+    @Test func berlinDaysFollowDaylightSavingTime() throws {
+        let (url, connection, ids) = try setUp(["heater"], timeZone: "Europe/Berlin", maxGapSeconds: 600)
+        defer { connection.close() }
+        // 60 W, a reading every 5 minutes, around the two DST changes of 2026.
+        for (from, to) in [
+            ("2026-03-28T20:00:00Z", "2026-03-30T00:00:00Z"), ("2026-10-24T20:00:00Z", "2026-10-26T00:00:00Z"),
+        ] {
+            let start = RFC3339.date(from: from) ?? Date()
+            let end = RFC3339.date(from: to) ?? Date()
+            let samples = stride(from: 0.0, through: end.timeIntervalSince(start), by: 300).map {
+                sample(ids[0], start.addingTimeInterval($0), power: 60)
+            }
+            try write(samples, connection, batchSize: 97)
+        }
+        let days = try Harness.scalar(
+            url,
+            """
+            SELECT string_agg(day || ' ' || to_char(bucket_start AT TIME ZONE 'UTC', 'HH24:MI') || ' ' || sample_count
+                              || ' ' || round(energy_wh::numeric, 6), '; ' ORDER BY day)
+            FROM power_rollups_daily
+            """)
+        // 29 March has 23 hours (276 readings, 1380 Wh), 25 October 25 hours (300, 1500 Wh); each
+        // local midnight is 23:00 UTC in winter and 22:00 UTC in summer.
+        #expect(
+            days == "2026-03-28 23:00 36 180.000000; 2026-03-29 23:00 276 1380.000000; "
+                + "2026-03-30 22:00 25 120.000000; 2026-10-24 22:00 24 120.000000; "
+                + "2026-10-25 22:00 300 1500.000000; 2026-10-26 23:00 13 60.000000")
+        // The repeated hour of 25 October is two hourly buckets.
+        #expect(
+            try Harness.count(
+                url,
+                "SELECT count(*) FROM power_rollups_hourly WHERE bucket_start >= '2026-10-24T22:00Z' AND bucket_start < '2026-10-25T23:00Z'"
+            ) == 25)
+    }
+
+    @Test func halfHourZonesGetHoursStartingAtHalfPastUTC() throws {
+        let (url, connection, ids) = try setUp(["fan"], timeZone: "Asia/Kolkata")
+        defer { connection.close() }
+        let start = RFC3339.date(from: "2026-06-01T10:00:00Z") ?? Date()
+        try write((0..<12).map { sample(ids[0], start.addingTimeInterval(Double($0) * 600), power: 10) }, connection)
+        #expect(
+            try Harness.scalar(
+                url,
+                "SELECT string_agg(to_char(bucket_start AT TIME ZONE 'UTC', 'HH24:MI') || '=' || sample_count, ',' ORDER BY bucket_start) FROM power_rollups_hourly"
+            ) == "09:30=3,10:30=6,11:30=3")
+        #expect(try Harness.scalar(url, "SELECT day FROM power_rollups_daily") == "2026-06-01")
+    }
+
+    // MARK: - Partitions and retention
+
+    @Test func retentionDropsOnlyOldPartitionsAndOldMinuteRollups() throws {
+        let (url, connection, ids) = try setUp(["old"])
+        defer { connection.close() }
+        let now = RFC3339.date(from: "2026-06-30T12:00:00Z") ?? Date()
+        // Readings 40, 31, 29 and 0 days ago: the writer creates their partitions on demand.
+        let ages = [40.0, 31, 29, 0]
+        try write(ages.map { sample(ids[0], now.addingTimeInterval(-$0 * 86_400), power: 50) }, connection)
+        #expect(try Harness.count(url, "SELECT count(*) FROM sample_partitions") >= 4)
+        var retention = OutletdConfiguration.RetentionSettings()
+        retention.rawDays = 30
+        retention.minuteRollupDays = 35
+        let outcome = try RollupStore(connection: connection).maintain(retention, now: now)
+        #expect(outcome.partitionsDropped.contains("samples_p20260521"))  // 40 days old
+        #expect(outcome.partitionsDropped.contains("samples_p20260530"))  // 31 days old
+        #expect(!outcome.partitionsDropped.contains("samples_p20260601"))  // 29 days old
+        #expect(outcome.minuteRowsDeleted == 1)
+        #expect(outcome.partitionsCreated >= 3)  // tomorrow and after
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 2)
+        #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_minute") == 3)
+        #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_hourly") == 4)
+        #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_daily") == 4)
+        #expect(try Harness.count(url, "SELECT count(*) FROM sample_partitions WHERE day = '2026-07-03'") == 1)
+        // A rebuild from before the oldest partition leaves the older minutes alone.
+        let rollups = RollupStore(connection: connection)
+        for target in try rollups.rebuildTargets(since: RFC3339.date(from: "2000-01-01T00:00:00Z") ?? now, code: "old")
+        { try rollups.rebuild(target) }
+        #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_minute") == 3)
+    }
+
+    @Test func migrationKeepsExistingSamplesAndComputesTheirRollups() throws {
+        let url = try TestStack.shared().createDatabase()
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try Migrator(migrations: Migration.all.filter { $0.version == 1 }).migrate(connection)
+        try connection.execute("INSERT INTO devices (code) VALUES ('legacy')")
+        try connection.execute(
+            """
+            INSERT INTO samples (device_id, measured_at, received_at, power_watts)
+            SELECT 1, t, t, 100 FROM generate_series(timestamptz '2026-01-01T00:00:00Z', '2026-01-01T01:00:00Z', '10 s') AS t
+            """)
+        try Migrator().migrate(connection)
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 361)
+        #expect(try Harness.scalar(url, "SELECT relkind FROM pg_class WHERE relname = 'samples'") == "p")
+        #expect(
+            try Harness.scalar(url, "SELECT round(sum(energy_wh)::numeric, 6) FROM power_rollups_daily") == "100.000000"
+        )
+    }
+
+    // MARK: - Views and stats
+
+    @Test func overviewAndStatsReadTheRollups() throws {
+        let (url, connection, ids) = try setUp(["desk", "tv"])
+        defer { connection.close() }
+        let now = Date()
+        // desk: 200 W for the last 30 minutes, one reading a minute.
+        try write((0...30).map { sample(ids[0], now.addingTimeInterval(-Double($0) * 60), power: 200) }, connection)
+        let overview = try Harness.scalar(
+            url,
+            "SELECT code || ' ' || last_power_watts || ' ' || coalesce(online::text, 'null') || ' ' || round(energy_month_wh::numeric, 3) FROM outlet_overview WHERE code = 'desk'"
+        )
+        // 30 one-minute segments of 200 W, unless the local month began within the last half hour.
+        #expect(overview.hasPrefix("desk 200 null"))
+        let top = try Harness.scalar(url, "SELECT code FROM outlet_top_consumers ORDER BY energy_7d_wh DESC LIMIT 1")
+        #expect(top == "desk")
+        let stats = try PowerStatsQuery(connection: connection).stats(
+            code: "desk", since: now.addingTimeInterval(-86_400))
+        #expect(stats?.sampleCount == 31)
+        #expect(stats?.averagePowerWatts == 200)
+        #expect(stats?.peakPowerWatts == 200)
+        #expect(abs((stats?.energyWattHours ?? 0) - 100) < 1e-9)
+        #expect(try PowerStatsQuery(connection: connection).stats(code: "nope", since: now) == nil)
+        // The dashboards' 24-hour query never reads a raw partition.
+        let plan = try connection.execute(
+            "EXPLAIN " + PowerStatsQuery.averageAndPeakSQL, ["desk", now.addingTimeInterval(-86_400)])
+        let planText = (0..<plan.rowCount).compactMap { plan[$0, 0] }.joined(separator: "\n")
+        #expect(!planText.contains("samples"), "\(planText)")
+    }
+
+    @Test func barChartScalesToTheLargestHour() {
+        let start = Date(timeIntervalSince1970: 0)
+        let hours = [50.0, 100, 0].enumerated().map {
+            PowerStats.Hour(
+                startsAt: start.addingTimeInterval(Double($0.offset) * 3_600), averagePowerWatts: $0.element,
+                peakPowerWatts: $0.element, energyWattHours: $0.element)
+        }
+        let chart = PowerBarChart.render(hours, width: 10) { "h\(Int($0.timeIntervalSince1970 / 3_600))" }
+        #expect(chart == "h0  █████ 50.0 W\nh1  ██████████ 100.0 W\nh2   0.0 W")
+        #expect(PowerBarChart.render([], label: { _ in "" }) == "(no readings in this period)")
+    }
+
+    @Test func timeArgumentsAreDurationsOrTimestamps() {
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        #expect(TimeArgument.parse("24h", now: now) == now.addingTimeInterval(-86_400))
+        #expect(TimeArgument.parse("90m", now: now) == now.addingTimeInterval(-5_400))
+        #expect(TimeArgument.parse("7d", now: now) == now.addingTimeInterval(-604_800))
+        #expect(TimeArgument.parse("1970-01-01T00:00:10Z", now: now) == Date(timeIntervalSince1970: 10))
+        #expect(TimeArgument.parse("yesterday", now: now) == nil)
+        #expect(TimeArgument.parse("-3h", now: now) == nil)
+    }
+}
+
+/// A small, seedable generator, so that a failing property run can be repeated.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
