@@ -204,8 +204,8 @@ public struct SwitchResult: Sendable, Equatable {
     }
 }
 
-/// `text` as a JSON string literal.
-func jsonString(_ text: String) -> String {
+/// `text` as a JSON string literal (quotes, backslashes and control characters escaped).
+public func jsonString(_ text: String) -> String {
     var result = "\""
     for scalar in text.unicodeScalars {
         switch scalar {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Telemetry
 
 /// A swift-log handler writing one JSON object per line to standard error, for log collectors:
 /// `{"time":"…","level":"info","label":"outletd","source":"Ingest","message":"…","metadata":{…}}`.
@@ -66,23 +67,7 @@ public struct JSONLogHandler: LogHandler {
     }
 
     /// A JSON string literal.
-    static func quoted(_ string: String) -> String {
-        var result = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case let control where control.value < 0x20:
-                let hex = String(control.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
-    }
+    static func quoted(_ string: String) -> String { jsonString(string) }
 
     /// RFC 3339 in UTC with milliseconds.
     static func timestamp(_ date: Date) -> String {
