@@ -34,7 +34,7 @@ chaos-short: deps
 
 ## make bench: end-to-end throughput of outletd against the broker and database ceilings and two
 ## Python ingesters (a few minutes; docs/PERFORMANCE.md). BENCH_SECONDS=60 for outletd's full-rate run,
-## SIDE_SECONDS=20 for the others. make bench-soak: RSS over SOAK_SECONDS=600 at SOAK_RATE=10000/s.
+## SIDE_SECONDS=20 for the others. make bench-soak: RSS over SOAK_SECONDS=600 at SOAK_RATE=1000/s.
 bench: deps
 	Benchmarks/throughput.sh
 

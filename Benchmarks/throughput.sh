@@ -19,7 +19,7 @@
 #
 # Knobs: BENCH_SECONDS (60, outletd at full rate), SIDE_SECONDS (20, every other run),
 # WARM_SECONDS (5), DRAIN_SECONDS (60: how long outletd may take to store its backlog), BENCH_OUTLETS (10000), BENCH_REGISTERED (100000), CONFIG (release),
-# SOAK_SECONDS (600), SOAK_RATE (10000).
+# SOAK_SECONDS (600), SOAK_RATE (1000, below outletd's measured rate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bench_seconds=${BENCH_SECONDS:-60}
@@ -30,6 +30,8 @@ outlets=${BENCH_OUTLETS:-10000}
 registered=${BENCH_REGISTERED:-100000}
 config=${CONFIG:-release}
 soak=0
+soak_seconds=${SOAK_SECONDS:-600}
+soak_rate=${SOAK_RATE:-1000}
 [ "${1:-}" = --soak ] && soak=1
 
 swift build -c "$config" --product outletd >/dev/null
@@ -111,13 +113,14 @@ start_outletd() {
 
 if [ "$soak" = 1 ]; then
     start_outletd
-    echo "soak: $SOAK_RATE readings/s for ${SOAK_SECONDS:-600} s, outletd RSS (KiB) every 10 s:"
-    ( publish "${SOAK_RATE:-10000}" "${SOAK_SECONDS:-600}" ) &
-    for _ in $(seq 1 $(( ${SOAK_SECONDS:-600} / 10 ))); do
+    echo "soak: $soak_rate readings/s for $soak_seconds s, outletd RSS (KiB) every 10 s:"
+    ( publish "$soak_rate" "$soak_seconds" ) &
+    publisher_pid=$!
+    for _ in $(seq 1 $(( soak_seconds / 10 ))); do
         sleep 10
         echo "$(date +%T) rss_kib=$(awk '/VmRSS/ {print $2}' "/proc/$outletd_pid/status") stored=$(sql 'SELECT count(*) FROM samples')"
     done
-    wait
+    wait "$publisher_pid" || true
     echo "peak rss_kib=$(awk '/VmHWM/ {print $2}' "/proc/$outletd_pid/status")"
     exit 0
 fi
