@@ -1,7 +1,7 @@
 # outletd — the two commands of README.md, and the pieces behind them.
 SWIFT ?= swift
 
-.PHONY: run test deps build sql lint format fuzz clean chaos chaos-short
+.PHONY: run test deps build sql lint format fuzz clean chaos chaos-short bench bench-soak
 
 ## make run: install what is missing, start a throwaway mosquitto + PostgreSQL, outletd and
 ## simulated outlets, and show the per-outlet summary updating (Ctrl-C stops everything).
@@ -31,6 +31,15 @@ chaos: deps
 
 chaos-short: deps
 	scripts/chaos --short
+
+## make bench: end-to-end throughput of outletd against the broker and database ceilings and two
+## Python ingesters (a few minutes; docs/PERFORMANCE.md). BENCH_SECONDS=60 for outletd's full-rate run,
+## SIDE_SECONDS=20 for the others. make bench-soak: RSS over SOAK_SECONDS=600 at SOAK_RATE=1000/s.
+bench: deps
+	Benchmarks/throughput.sh
+
+bench-soak: deps
+	Benchmarks/throughput.sh --soak
 
 ## make lint: the one formatter (.swift-format: 4 spaces, 120 columns); make format fixes.
 lint:

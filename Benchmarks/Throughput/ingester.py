@@ -1,0 +1,97 @@
+"""The ingester a user would write first: paho-mqtt + psycopg, one INSERT (one commit) per message.
+
+Reads outletd's native telemetry payloads from <prefix>/<code>/telemetry at QoS 1 and inserts each
+reading into outletd's `samples` table. Used by Benchmarks/throughput.sh; not part of outletd.
+
+    python ingester.py DATABASE_URL MQTT_HOST MQTT_PORT PREFIX [--batched]
+
+With --batched, rows are COPYed every 1,000 rows or 100 ms, whichever comes first.
+"""
+
+import json
+import signal
+import sys
+import time
+from datetime import datetime, timezone
+
+import paho.mqtt.client as mqtt
+import psycopg
+
+database_url, host, port, prefix = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+batched = "--batched" in sys.argv[5:]
+
+connection = psycopg.connect(database_url, autocommit=not batched)
+device_ids = dict(connection.execute("SELECT code, id FROM devices").fetchall())
+if batched:
+    connection.commit()
+
+COLUMNS = "device_id, measured_at, received_at, device_time, voltage_volts, current_amperes, " \
+          "power_watts, power_factor, energy_wh, seq"
+INSERT = f"INSERT INTO samples ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+pending = []
+last_flush = time.monotonic()
+
+
+def row_of(message):
+    code = message.topic.split("/")[-2]
+    device_id = device_ids.get(code)
+    if device_id is None:
+        return None
+    body = json.loads(message.payload)
+    received = datetime.now(timezone.utc)
+    device_time = datetime.fromtimestamp(body["ts"] / 1000, timezone.utc) if "ts" in body else None
+    return (device_id, device_time or received, received, device_time, body.get("voltage"),
+            body.get("current"), body["power"], body.get("pf"), body.get("energy_wh"), body.get("seq"))
+
+
+def flush():
+    global pending, last_flush
+    last_flush = time.monotonic()
+    if not pending:
+        return
+    with connection.cursor() as cursor:
+        with cursor.copy(f"COPY samples ({COLUMNS}) FROM STDIN") as copy:
+            for row in pending:
+                copy.write_row(row)
+    connection.commit()
+    pending = []
+
+
+def on_message(client, userdata, message):
+    row = row_of(message)
+    if row is None:
+        return
+    if batched:
+        pending.append(row)
+        if len(pending) >= 1000:
+            flush()
+    else:
+        connection.execute(INSERT, row)
+
+
+def on_connect(client, userdata, flags, reason_code, properties):
+    client.subscribe(f"{prefix}/+/telemetry", qos=1)
+
+
+running = True
+
+
+def stop(signum, frame):
+    global running
+    running = False
+
+
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
+client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"py-ingest-{int(batched)}", clean_session=True)
+client.max_inflight_messages_set(100)
+client.on_connect = on_connect
+client.on_message = on_message
+client.connect(host, port)
+while running:
+    client.loop(timeout=0.02)
+    if batched and time.monotonic() - last_flush >= 0.1:
+        flush()
+if batched:
+    flush()
+client.disconnect()
