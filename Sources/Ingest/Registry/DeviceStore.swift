@@ -49,15 +49,34 @@ public struct DeviceStore {
         public var description: String = ""
         public var owner: String?
         public var enabled: Bool = true
+        /// `native`, `tasmota`, `shelly-gen1` or `shelly-gen2`.
+        public var outletProtocol: OutletProtocol = .native
+        /// Tasmota topic, Shelly Gen1 id or Gen2 prefix (required for those protocols).
+        public var protocolTopic: String?
+        /// Tasmota FullTopic (nil: `%prefix%/%topic%/`).
+        public var fullTopic: String?
+        /// Relay number; nil: 1 for Tasmota, 0 for Shelly.
+        public var channel: Int?
+        /// Tasmota's ON/OFF words when not `ON`/`OFF`.
+        public var stateOnWord: String?
+        public var stateOffWord: String?
 
         public init(
-            code: String, name: String = "", description: String = "", owner: String? = nil, enabled: Bool = true
+            code: String, name: String = "", description: String = "", owner: String? = nil, enabled: Bool = true,
+            outletProtocol: OutletProtocol = .native, protocolTopic: String? = nil, fullTopic: String? = nil,
+            channel: Int? = nil, stateOnWord: String? = nil, stateOffWord: String? = nil
         ) {
             self.code = code
             self.name = name
             self.description = description
             self.owner = owner
             self.enabled = enabled
+            self.outletProtocol = outletProtocol
+            self.protocolTopic = protocolTopic
+            self.fullTopic = fullTopic
+            self.channel = channel
+            self.stateOnWord = stateOnWord
+            self.stateOffWord = stateOffWord
         }
     }
 
@@ -68,18 +87,41 @@ public struct DeviceStore {
             throw DeviceStoreError(
                 message: "invalid device code \"\(device.code)\": use 1 to 64 of A-Z a-z 0-9 _ -")
         }
+        var channel = device.channel ?? 0
+        if device.outletProtocol != .native {
+            guard let topic = device.protocolTopic, !topic.isEmpty, !topic.contains("+"), !topic.contains("#") else {
+                throw DeviceStoreError(message: "protocol \(device.outletProtocol.rawValue) needs --topic")
+            }
+            if device.outletProtocol == .tasmota {
+                channel = device.channel ?? 1
+                guard channel >= 1 else { throw DeviceStoreError(message: "Tasmota channels start at 1") }
+            }
+            if let fullTopic = device.fullTopic, !TasmotaProtocol.isValidFullTopic(fullTopic) {
+                throw DeviceStoreError(
+                    message: "FullTopic \"\(fullTopic)\" must hold %prefix% and %topic% once each")
+            }
+        }
         do {
             return try connection.transaction {
                 let result = try connection.execute(
                     """
-                    INSERT INTO devices (code, name, description, owner, enabled) VALUES ($1, $2, $3, $4, $5)
+                    INSERT INTO devices (code, name, description, owner, enabled, protocol, protocol_topic, full_topic,
+                                         channel, state_on_word, state_off_word)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                     RETURNING \(Self.columns)
-                    """, [device.code, device.name, device.description, device.owner, device.enabled])
+                    """,
+                    [
+                        device.code, device.name, device.description, device.owner, device.enabled,
+                        device.outletProtocol.rawValue, device.outletProtocol == .native ? nil : device.protocolTopic,
+                        device.outletProtocol == .tasmota ? device.fullTopic : nil, channel, device.stateOnWord,
+                        device.stateOffWord,
+                    ])
                 try connection.execute("DELETE FROM pending_devices WHERE code = $1", [device.code])
                 return try Self.record(result, row: 0)
             }
         } catch let error as PostgresError where error.sqlState == "23505" {
-            throw DeviceStoreError(message: "device \(device.code) is already registered")
+            throw DeviceStoreError(
+                message: "device \(device.code) (or its protocol topic and channel) is already registered")
         }
     }
 
@@ -158,25 +200,48 @@ public struct DeviceStore {
 
     /// Every outlet as the in-memory registry holds it.
     public func registryEntries() throws -> [String: RegisteredDevice] {
-        let result = try connection.execute("SELECT code, id, enabled, protocol FROM devices")
+        let result = try connection.execute("SELECT code, \(Self.registryColumns) FROM devices")
         var entries: [String: RegisteredDevice] = [:]
         entries.reserveCapacity(result.rowCount)
         for row in 0..<result.rowCount {
-            guard let code = result[row, 0], let id = try result.int64(row: row, column: 1) else { continue }
-            entries[code] = RegisteredDevice(
-                id: Int32(truncatingIfNeeded: id), enabled: try result.bool(row: row, column: 2) ?? false,
-                protocolName: result[row, 3] ?? "native")
+            guard let code = result[row, 0], let entry = try Self.registryEntry(result, row: row, from: 1) else {
+                continue
+            }
+            entries[code] = entry
         }
         return entries
     }
 
     /// One outlet as the registry holds it, or nil when it is not registered.
     public func registryEntry(_ code: String) throws -> RegisteredDevice? {
-        let result = try connection.execute("SELECT id, enabled, protocol FROM devices WHERE code = $1", [code])
-        guard result.rowCount == 1, let id = try result.int64(row: 0, column: 0) else { return nil }
+        let result = try connection.execute(
+            "SELECT \(Self.registryColumns) FROM devices WHERE code = $1", [code])
+        guard result.rowCount == 1 else { return nil }
+        return try Self.registryEntry(result, row: 0, from: 0)
+    }
+
+    private static let registryColumns =
+        "id, enabled, protocol, protocol_topic, full_topic, channel, state_on_word, state_off_word"
+
+    private static func registryEntry(_ result: PostgresResult, row: Int, from column: Int) throws
+        -> RegisteredDevice?
+    {
+        guard let id = try result.int64(row: row, column: column) else { return nil }
+        let protocolName = result[row, column + 2] ?? "native"
+        var address: ProtocolAddress?
+        if let outletProtocol = OutletProtocol(rawValue: protocolName), outletProtocol != .native,
+            let topic = result[row, column + 3]
+        {
+            address = ProtocolAddress(
+                outletProtocol: outletProtocol, deviceTopic: topic,
+                channel: Int(try result.int64(row: row, column: column + 5) ?? 0))
+        }
         return RegisteredDevice(
-            id: Int32(truncatingIfNeeded: id), enabled: try result.bool(row: 0, column: 1) ?? false,
-            protocolName: result[0, 2] ?? "native")
+            id: Int32(truncatingIfNeeded: id), enabled: try result.bool(row: row, column: column + 1) ?? false,
+            protocolName: protocolName, address: address,
+            fullTopic: result[row, column + 4] ?? TasmotaProtocol.defaultFullTopic,
+            stateWords: TasmotaProtocol.StateWords(
+                on: result[row, column + 6] ?? "ON", off: result[row, column + 7] ?? "OFF"))
     }
 
     private static let columns = "id, code, name, description, owner, protocol, enabled, created_at"

@@ -30,6 +30,11 @@ public final class IngestService: Service, Sendable {
     /// The topic filters outletd subscribes to (all QoS 1). Set requests go through a shared subscription
     /// (`$share/<group>/…`) so that with several instances each request reaches one of them.
     public var subscriptions: [String] {
+        subscriptions(registeredFullTopics: [])
+    }
+
+    /// The subscriptions, with the Tasmota FullTopics of registered outlets added (see docs/PROTOCOLS.md).
+    public func subscriptions(registeredFullTopics: Set<String>) -> [String] {
         let prefix = configuration.mqtt.topicPrefix
         let group = configuration.commands.shareGroup
         return [
@@ -37,7 +42,7 @@ public final class IngestService: Service, Sendable {
             group.isEmpty ? "\(prefix)/+/set" : "$share/\(group)/\(prefix)/+/set",
             "\(prefix)/+/state",
             "\(prefix)/+/availability",
-        ]
+        ] + ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics).subscriptions
     }
 
     /// `outletd/<instance>/status`: `online` while connected, `offline` (the will) otherwise.
@@ -68,7 +73,8 @@ public final class IngestService: Service, Sendable {
         let writer = BatchWriter(
             spool: spool, registry: registry,
             classifier: MessageClassifier(
-                topicPrefix: configuration.mqtt.topicPrefix, limits: configuration.validation.limits),
+                topicPrefix: configuration.mqtt.topicPrefix, limits: configuration.validation.limits,
+                foreign: ForeignReadings(router: ProtocolRouter(configuration), registry: registry)),
             store: BatchStore(
                 keepRejectedMessages: configuration.rejections.keepMessages,
                 pendingDevicesMax: configuration.rejections.pendingDevicesMax),
@@ -181,6 +187,7 @@ public final class IngestService: Service, Sendable {
         mqtt.will = MQTTMessage.Will(topic: statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
         let metrics = self.metrics
         let prefix = configuration.mqtt.topicPrefix
+        let router = ProtocolRouter(configuration)
         // Runs on libmosquitto's network thread; the PUBACK leaves after it returns. Telemetry goes
         // to the spool (it blocks while the spool is full or the disk refuses: the broker queues).
         // Set requests, state and availability reports go to the command relay, which does not wait
@@ -193,9 +200,21 @@ public final class IngestService: Service, Sendable {
                 inbox.append(raw, waitForCommit: true)
             case .state?, .availability?:
                 inbox.append(raw, waitForCommit: false)
-            case .telemetry?, .command?, nil:
+            case .telemetry?, .command?:
                 metrics.messageReceived()
                 spool.append(raw)
+            case nil:
+                // Tasmota and Shelly: readings to the spool, state to the relay (a Gen2 status carries both).
+                guard let route = router.route(message.topic) else {
+                    metrics.messageReceived()
+                    spool.append(raw)
+                    return
+                }
+                if route.carriesState { inbox.append(raw, waitForCommit: false) }
+                if route.carriesReadings {
+                    metrics.messageReceived()
+                    spool.append(raw)
+                }
             }
         }
     }
