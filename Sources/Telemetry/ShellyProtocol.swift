@@ -189,7 +189,8 @@ public enum ShellyGen2Protocol {
         case .status(let component):
             return .success([ComponentUpdate(component: component, fields: members, deviceTime: nil)])
         case .events:
-            guard case .string(let method)? = members["method"], method == "NotifyStatus" || method == "NotifyFullStatus",
+            guard case .string(let method)? = members["method"],
+                method == "NotifyStatus" || method == "NotifyFullStatus",
                 case .object(let params)? = members["params"]
             else { return .success([]) }
             var deviceTime: Date?

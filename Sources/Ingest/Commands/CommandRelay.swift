@@ -323,7 +323,8 @@ public final class CommandRelay: Sendable {
                     if try store.transition([id], .reject, reason: reason) > 0 { needsResults = true }
                 case .success(let id, let wasOn)?:
                     relay.logger.debug(
-                        "Switch.Set acknowledged", metadata: ["command": "\(id)", "was_on": "\(wasOn.map(\.description) ?? "?")"])
+                        "Switch.Set acknowledged",
+                        metadata: ["command": "\(id)", "was_on": "\(wasOn.map(\.description) ?? "?")"])
                 case nil:
                     return
                 }
@@ -358,7 +359,8 @@ public final class CommandRelay: Sendable {
                 }
                 guard !outlets.isEmpty,
                     case .success(let updates) = ShellyGen2Protocol.updates(
-                        message.payload, kind: kind, limits: ValidationLimits(maxPayloadBytes: settings.maxPayloadBytes))
+                        message.payload, kind: kind, limits: ValidationLimits(maxPayloadBytes: settings.maxPayloadBytes)
+                    )
                 else { return }
                 for update in updates {
                     guard case .bool(let isOn)? = update.fields["output"],
