@@ -93,7 +93,8 @@ public enum TasmotaProtocol {
     /// Decodes `tele/<t>/SENSOR` or `stat/<t>/STATUS8` (`{"StatusSNS":{…}}`) for relay `channel` (1-based).
     ///
     /// `ENERGY` values that are arrays are indexed by channel; `Voltage` (shared) applies to every channel; other
-    /// scalars apply to channel 1 only when `channelCount` > 1 (a summed `Total` is not one relay's energy).
+    /// scalars are ignored when `channelCount` > 1 (a summed `Total` is no one relay's energy, a single `Power` is
+    /// no one relay's power).
     /// `Total` is kWh (stored as Wh). `Time` without a UTC offset is device local time: it is ignored and the
     /// receive time is stored (rule 6); with an offset or as an epoch number it is used when within the skew.
     public static func decodeSensor(
@@ -115,7 +116,7 @@ public enum TasmotaProtocol {
                 guard channel >= 1, channel <= items.count else { return nil }
                 return PayloadText.number(items[channel - 1])
             case let scalar?:
-                guard shared || channelCount <= 1 || channel == 1 else { return nil }
+                guard shared || channelCount <= 1 else { return nil }
                 return PayloadText.number(scalar)
             case nil:
                 return nil

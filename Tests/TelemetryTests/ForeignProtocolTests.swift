@@ -85,9 +85,13 @@ struct TasmotaProtocolTests {
                 #"{"ENERGY":{"Total":3.5,"Power":[10,20],"Current":[0.05,0.09],"Factor":[0.9,null],"Voltage":230}}"#,
             channel: 2, channelCount: 2, powerWatts: 20, voltageVolts: 230, currentAmperes: 0.09),
         ForeignReadingCase(
-            name: "multi-channel: relay 1 keeps the summed scalar Total only when it is channel 1",
+            name: "multi-channel: Total as an array (SetOption129, firmware < 8.4) is per relay",
             payload: #"{"ENERGY":{"Total":[1.0,2.0],"Power":[10,null],"Voltage":230}}"#,
             channel: 1, channelCount: 2, powerWatts: 10, voltageVolts: 230, energyWattHours: 1000),
+        ForeignReadingCase(
+            name: "multi-channel: a scalar Power is no one relay's power",
+            payload: #"{"ENERGY":{"Total":3.5,"Power":30,"Voltage":230}}"#,
+            channel: 1, channelCount: 2, rejection: .missingField),
         ForeignReadingCase(
             name: "null inside an array for this relay: power computed from V × A",
             payload: #"{"ENERGY":{"Power":[null,5],"Current":[0.5,0.1],"Voltage":200}}"#,
