@@ -35,4 +35,6 @@ ALTER TABLE pending_devices
     ADD COLUMN suggested_protocol   text,
     ADD COLUMN suggested_topic      text,
     ADD COLUMN suggested_full_topic text,
-    ADD COLUMN suggested_channels   integer[];
+    ADD COLUMN suggested_channels   integer[],
+    ADD COLUMN suggested_on_word    text,
+    ADD COLUMN suggested_off_word   text;

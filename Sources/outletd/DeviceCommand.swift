@@ -136,13 +136,20 @@ struct DeviceCommand: ParsableCommand {
 
         func run() throws {
             let pending = try options.withDatabase { connection in try DeviceStore(connection: connection).pending() }
-            let rows = pending.map {
-                [
-                    $0.code, String($0.messageCount), $0.firstSeenAt.map(Format.timestamp) ?? "",
-                    $0.lastSeenAt.map(Format.timestamp) ?? "", $0.lastTopic,
+            let rows = pending.map { device -> [String] in
+                var suggested = ""
+                if let suggestedProtocol = device.suggestedProtocol {
+                    let channels = device.suggestedChannels.map(String.init).joined(separator: ",")
+                    suggested = "\(suggestedProtocol) \(device.suggestedTopic ?? "") ch \(channels)"
+                }
+                return [
+                    device.code, String(device.messageCount), device.firstSeenAt.map(Format.timestamp) ?? "",
+                    device.lastSeenAt.map(Format.timestamp) ?? "", device.lastTopic, suggested,
                 ]
             }
-            print(TextTable.render(header: ["CODE", "MESSAGES", "FIRST SEEN", "LAST SEEN", "LAST TOPIC"], rows: rows))
+            print(
+                TextTable.render(
+                    header: ["CODE", "MESSAGES", "FIRST SEEN", "LAST SEEN", "LAST TOPIC", "SUGGESTED"], rows: rows))
             print("\(pending.count) pending; register one with `outletd device approve CODE`")
         }
     }

@@ -109,6 +109,43 @@ struct ForeignDeviceTests {
         #expect(try Harness.count(url, "SELECT count(*) FROM commands") == 1)
     }
 
+    @Test func discoveryFillsPendingDevicesAndApproveRegistersInOneStep() async throws {
+        let (url, configuration, _) = try Self.setup()
+        let topic = TestStack.uniqueName("tasmota_")
+        let mac = TestStack.uniqueName("A4CF")
+        let shellyID = TestStack.uniqueName("shellyplug-s-")
+        let discovery =
+            #"{"t":"\#(topic)","ft":"%prefix%/%topic%/","state":["OFF","ON","TOGGLE","HOLD"],"rl":[1,1,0,0],"md":"Sonoff Dual R2"}"#
+        try await Harness.withService(configuration) { _ in
+            let publisher = try Harness.publisher()
+            defer { publisher.stop() }
+            try await publisher.publishAcknowledged(
+                "tasmota/discovery/\(mac)/config", payload: Array(discovery.utf8), retain: true)
+            try await publisher.publishAcknowledged(
+                "shellies/announce", payload: Array(#"{"id":"\#(shellyID)","model":"SHPLG-S"}"#.utf8))
+            try await Harness.waitUntil(timeout: 10, "two pending devices") {
+                try Harness.count(url, "SELECT count(*) FROM pending_devices WHERE suggested_protocol IS NOT NULL") == 2
+            }
+            // Clear the retained discovery message again (the broker is shared by the tests).
+            try await publisher.publishAcknowledged("tasmota/discovery/\(mac)/config", payload: [], retain: true)
+        }
+        #expect(
+            try Harness.scalar(
+                url,
+                "SELECT suggested_protocol, suggested_topic, suggested_channels FROM pending_devices WHERE code = '\(topic)'"
+            )
+                == "tasmota|\(topic)|{1,2}")
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try DeviceStore(connection: connection).approve(topic)
+        try DeviceStore(connection: connection).approve(shellyID)
+        #expect(
+            try Harness.scalar(
+                url, "SELECT string_agg(code || ':' || protocol || ':' || channel, ',' ORDER BY code) FROM devices")
+                == "\(shellyID):shelly-gen1:0,\(topic):tasmota:1,\(topic)-2:tasmota:2")
+        #expect(try Harness.count(url, "SELECT count(*) FROM pending_devices") == 0)
+    }
+
     @Test func shellyGen1PowerEnergyStateAndCommand() async throws {
         let (url, configuration, add) = try Self.setup()
         let id = TestStack.uniqueName("shellyplug-s-")

@@ -355,3 +355,35 @@ struct ShellyGen2ProtocolTests {
         #expect(ShellyGen2Protocol.reply(Array("nope".utf8)) == nil)
     }
 }
+
+@Suite("Discovery")
+struct DiscoveryTests {
+    @Test func tasmotaDiscoveryConfig() throws {
+        let payload =
+            #"{"ip":"192.168.1.20","dn":"Tasmota","fn":["Tasmota",null],"hn":"tasmota-ABC123","mac":"A4CF12ABC123","md":"Sonoff Dual R2","ty":0,"if":0,"ofln":"Offline","onln":"Online","state":["AUS","AN","TOGGLE","HOLD"],"sw":"12.5.0","t":"tasmota_ABC123","ft":"emoncms/factory/%topic%/%prefix%/","tp":["cmnd","stat","tele"],"rl":[1,1,0,0,0,0,0,0],"swc":[-1,-1],"btn":[0,0],"so":{"4":0}}"#
+        let suggestion = try #require(TasmotaProtocol.discovery(Array(payload.utf8)))
+        #expect(
+            suggestion
+                == DeviceSuggestion(
+                    code: "tasmota_ABC123", outletProtocol: .tasmota, deviceTopic: "tasmota_ABC123",
+                    fullTopic: "emoncms/factory/%topic%/%prefix%/", channels: [1, 2], onWord: "AN", offWord: "AUS"))
+    }
+
+    @Test func tasmotaDiscoveryDefaultsAndRefusals() throws {
+        let minimal = try #require(TasmotaProtocol.discovery(Array(#"{"t":"pow1","ft":"%prefix%/%topic%/"}"#.utf8)))
+        #expect(minimal.fullTopic == nil && minimal.channels == [1] && minimal.onWord == nil)
+        #expect(TasmotaProtocol.discovery(Array(#"{"t":"a/b"}"#.utf8)) == nil)
+        #expect(TasmotaProtocol.discovery(Array(#"{"mac":"x"}"#.utf8)) == nil)
+        #expect(DeviceSuggestion.code(from: "plug.kitchen 1") == "plug-kitchen-1")
+    }
+
+    @Test func shellyAnnounce() throws {
+        let payload =
+            #"{"id":"shellyplug-s-C572BE","model":"SHPLG-S","mac":"A4CF12C572BE","ip":"192.168.1.30","new_fw":false,"fw_ver":"20230913-114008/v1.14.0-gcb84623"}"#
+        #expect(
+            ShellyGen1Protocol.announcement(Array(payload.utf8))
+                == DeviceSuggestion(
+                    code: "shellyplug-s-C572BE", outletProtocol: .shellyGen1, deviceTopic: "shellyplug-s-C572BE",
+                    channels: [0]))
+    }
+}

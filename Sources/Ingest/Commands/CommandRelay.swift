@@ -25,9 +25,12 @@ public final class CommandRelay: Sendable {
         public var maxPayloadBytes: Int
         /// Tasmota and Shelly topics.
         public var router: ProtocolRouter
+        /// Bound of `pending_devices` (discovery adds to it).
+        public var pendingDevicesMax: Int
 
         public init(_ configuration: OutletdConfiguration) {
             router = ProtocolRouter(configuration)
+            pendingDevicesMax = configuration.rejections.pendingDevicesMax
             instanceID = configuration.instanceID
             topicPrefix = configuration.mqtt.topicPrefix
             confirmTimeoutSeconds = configuration.commands.confirmTimeoutSeconds
@@ -316,7 +319,19 @@ public final class CommandRelay: Sendable {
                 if online { needsSend = true }
             }
             let registry = relay.registry
+            func suggest(_ suggestion: DeviceSuggestion?) throws {
+                guard let suggestion else { return }
+                let added = try DeviceStore(connection: store.connection).suggest(
+                    suggestion, topic: message.topic, seenAt: message.receivedAt,
+                    pendingDevicesMax: settings.pendingDevicesMax)
+                relay.logger.debug(
+                    "device discovered", metadata: ["code": "\(suggestion.code)", "pending": "\(added)"])
+            }
             switch route {
+            case .tasmotaDiscovery:
+                try suggest(TasmotaProtocol.discovery(message.payload))
+            case .shellyGen1(_, .announce):
+                try suggest(ShellyGen1Protocol.announcement(message.payload))
             case .shellyGen2Reply:
                 switch ShellyGen2Protocol.reply(message.payload) {
                 case .failure(let id, let reason)?:

@@ -21,6 +21,10 @@ public struct PendingDevice: Sendable, Equatable {
     public var lastSeenAt: Date?
     public var messageCount: Int64
     public var lastTopic: String
+    /// What discovery suggested (nil when the code only sent data).
+    public var suggestedProtocol: String? = nil
+    public var suggestedTopic: String? = nil
+    public var suggestedChannels: [Int] = []
 }
 
 /// A registry operation that cannot be done, said in words an operator understands.
@@ -83,6 +87,20 @@ public struct DeviceStore {
     /// Registers an outlet (and forgets it as pending). Running daemons accept it within a second.
     @discardableResult
     public func add(_ device: NewDevice) throws -> DeviceRecord {
+        try mappingDuplicates(device.code) { try connection.transaction { try insert(device) } }
+    }
+
+    /// Turns a unique violation into words.
+    private func mappingDuplicates<T>(_ code: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as PostgresError where error.sqlState == "23505" {
+            throw DeviceStoreError(message: "device \(code) (or its protocol topic and channel) is already registered")
+        }
+    }
+
+    /// Checks and inserts one outlet and deletes it from `pending_devices`; the caller holds a transaction.
+    private func insert(_ device: NewDevice) throws -> DeviceRecord {
         guard DeviceCode(device.code) != nil else {
             throw DeviceStoreError(
                 message: "invalid device code \"\(device.code)\": use 1 to 64 of A-Z a-z 0-9 _ -")
@@ -101,28 +119,21 @@ public struct DeviceStore {
                     message: "FullTopic \"\(fullTopic)\" must hold %prefix% and %topic% once each")
             }
         }
-        do {
-            return try connection.transaction {
-                let result = try connection.execute(
-                    """
-                    INSERT INTO devices (code, name, description, owner, enabled, protocol, protocol_topic, full_topic,
-                                         channel, state_on_word, state_off_word)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-                    RETURNING \(Self.columns)
-                    """,
-                    [
-                        device.code, device.name, device.description, device.owner, device.enabled,
-                        device.outletProtocol.rawValue, device.outletProtocol == .native ? nil : device.protocolTopic,
-                        device.outletProtocol == .tasmota ? device.fullTopic : nil, channel, device.stateOnWord,
-                        device.stateOffWord,
-                    ])
-                try connection.execute("DELETE FROM pending_devices WHERE code = $1", [device.code])
-                return try Self.record(result, row: 0)
-            }
-        } catch let error as PostgresError where error.sqlState == "23505" {
-            throw DeviceStoreError(
-                message: "device \(device.code) (or its protocol topic and channel) is already registered")
-        }
+        let result = try connection.execute(
+            """
+            INSERT INTO devices (code, name, description, owner, enabled, protocol, protocol_topic, full_topic,
+                                 channel, state_on_word, state_off_word)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+            RETURNING \(Self.columns)
+            """,
+            [
+                device.code, device.name, device.description, device.owner, device.enabled,
+                device.outletProtocol.rawValue, device.outletProtocol == .native ? nil : device.protocolTopic,
+                device.outletProtocol == .tasmota ? device.fullTopic : nil, channel, device.stateOnWord,
+                device.stateOffWord,
+            ])
+        try connection.execute("DELETE FROM pending_devices WHERE code = $1", [device.code])
+        return try Self.record(result, row: 0)
     }
 
     /// Registers many outlets at once, skipping codes already registered; returns how many were new.
@@ -176,7 +187,8 @@ public struct DeviceStore {
     public func pending() throws -> [PendingDevice] {
         let result = try connection.execute(
             """
-            SELECT code, first_seen_at, last_seen_at, message_count, last_topic
+            SELECT code, first_seen_at, last_seen_at, message_count, last_topic, suggested_protocol,
+                   suggested_topic, array_to_string(suggested_channels, ',')
             FROM pending_devices ORDER BY last_seen_at DESC, code
             """)
         return try (0..<result.rowCount).map { row in
@@ -184,18 +196,84 @@ public struct DeviceStore {
                 code: result[row, 0] ?? "", firstSeenAt: try result.date(row: row, column: 1),
                 lastSeenAt: try result.date(row: row, column: 2),
                 messageCount: try result.int64(row: row, column: 3) ?? 0,
-                lastTopic: result[row, 4] ?? "")
+                lastTopic: result[row, 4] ?? "", suggestedProtocol: result[row, 5], suggestedTopic: result[row, 6],
+                suggestedChannels: (result[row, 7] ?? "").split(separator: ",").compactMap { Int($0) })
         }
     }
 
-    /// Registers a pending code in one step.
+    /// Records what discovery announced as a pending outlet, unless it is registered already (by code, or by
+    /// protocol and topic) or `pending_devices` is full. Returns whether a row was written.
+    @discardableResult
+    public func suggest(_ suggestion: DeviceSuggestion, topic: String, seenAt: Date, pendingDevicesMax: Int) throws
+        -> Bool
+    {
+        let result = try connection.execute(
+            """
+            INSERT INTO pending_devices AS p (code, first_seen_at, last_seen_at, message_count, last_topic,
+                suggested_protocol, suggested_topic, suggested_full_topic, suggested_channels, suggested_on_word,
+                suggested_off_word)
+            SELECT $1, $2, $2, 1, $3, $4, $5, $6, $7::integer[], $8, $9
+            WHERE NOT EXISTS (SELECT 1 FROM devices WHERE code = $1 OR (protocol = $4 AND protocol_topic = $5))
+              AND ((SELECT count(*) FROM pending_devices) < $10 OR EXISTS (SELECT 1 FROM pending_devices WHERE code = $1))
+            ON CONFLICT (code) DO UPDATE SET
+                last_seen_at = GREATEST(p.last_seen_at, excluded.last_seen_at), message_count = p.message_count + 1,
+                last_topic = excluded.last_topic, suggested_protocol = excluded.suggested_protocol,
+                suggested_topic = excluded.suggested_topic, suggested_full_topic = excluded.suggested_full_topic,
+                suggested_channels = excluded.suggested_channels, suggested_on_word = excluded.suggested_on_word,
+                suggested_off_word = excluded.suggested_off_word
+            """,
+            [
+                suggestion.code, seenAt, topic, suggestion.outletProtocol.rawValue, suggestion.deviceTopic,
+                suggestion.fullTopic, suggestion.channels.map(Int64.init), suggestion.onWord, suggestion.offWord,
+                Int64(pendingDevicesMax),
+            ])
+        return (result.affectedRows ?? 0) > 0
+    }
+
+    /// Registers a pending code in one step. A discovered device is registered with the suggested protocol, topic
+    /// and FullTopic, one outlet per suggested channel: the first keeps `code`, the others are `<code>-<channel>`.
+    /// Returns the first outlet.
     @discardableResult
     public func approve(_ code: String, name: String? = nil, owner: String? = nil) throws -> DeviceRecord {
-        let pending = try connection.execute("SELECT 1 FROM pending_devices WHERE code = $1", [code])
+        let pending = try connection.execute(
+            """
+            SELECT suggested_protocol, suggested_topic, suggested_full_topic,
+                   array_to_string(suggested_channels, ','), suggested_on_word, suggested_off_word
+            FROM pending_devices WHERE code = $1
+            """, [code])
         guard pending.rowCount == 1 else {
             throw DeviceStoreError(message: "\(code) is not pending (see `outletd device pending`)")
         }
-        return try add(NewDevice(code: code, name: name ?? "", owner: owner))
+        guard let protocolName = pending[0, 0], let outletProtocol = OutletProtocol(rawValue: protocolName),
+            outletProtocol != .native
+        else {
+            return try add(NewDevice(code: code, name: name ?? "", owner: owner))
+        }
+        let channels = (pending[0, 3] ?? "").split(separator: ",").compactMap { Int($0) }
+        return try mappingDuplicates(code) {
+            try connection.transaction {
+                var first: DeviceRecord?
+                for (index, channel) in (channels.isEmpty ? [nil] : channels.map(Optional.some)).enumerated() {
+                    let outletCode = index == 0 ? code : String("\(code)-\(channel ?? index)".prefix(64))
+                    let record = try insert(
+                        NewDevice(
+                            code: outletCode, name: name ?? "", owner: owner, outletProtocol: outletProtocol,
+                            protocolTopic: pending[0, 1], fullTopic: pending[0, 2], channel: channel,
+                            stateOnWord: pending[0, 4], stateOffWord: pending[0, 5]))
+                    first = first ?? record
+                }
+                try connection.execute("DELETE FROM pending_devices WHERE code = $1", [code])
+                guard let first else { throw DeviceStoreError(message: "nothing to register") }
+                return first
+            }
+        }
+    }
+
+    /// The FullTopic patterns of registered Tasmota outlets (other than the default).
+    public func tasmotaFullTopics() throws -> Set<String> {
+        let result = try connection.execute(
+            "SELECT DISTINCT full_topic FROM devices WHERE protocol = 'tasmota' AND full_topic IS NOT NULL")
+        return Set((0..<result.rowCount).compactMap { result[$0, 0] })
     }
 
     /// Every outlet as the in-memory registry holds it.

@@ -981,7 +981,9 @@ extension Migration {
                 ADD COLUMN suggested_protocol   text,
                 ADD COLUMN suggested_topic      text,
                 ADD COLUMN suggested_full_topic text,
-                ADD COLUMN suggested_channels   integer[];
+                ADD COLUMN suggested_channels   integer[],
+                ADD COLUMN suggested_on_word    text,
+                ADD COLUMN suggested_off_word   text;
             """###
         ),
     ]

@@ -52,6 +52,15 @@ public final class IngestService: Service, Sendable {
         let configuration = self.configuration
         let logger = self.logger
         try await prepareDatabase()
+        // Tasmota FullTopics of registered outlets are subscribed to besides the configured ones (read at start).
+        let registeredFullTopics = try await Blocking.run("outletd-full-topics") {
+            let connection = try PostgresConnection(
+                connectionString: configuration.database.url, applicationName: "outletd-start")
+            defer { connection.close() }
+            return try DeviceStore(connection: connection).tasmotaFullTopics()
+        }
+        let router = ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics)
+        let subscriptions = subscriptions(registeredFullTopics: registeredFullTopics)
 
         let registry = DeviceRegistry()
         let registryListener = RegistryListener(
@@ -74,7 +83,7 @@ public final class IngestService: Service, Sendable {
             spool: spool, registry: registry,
             classifier: MessageClassifier(
                 topicPrefix: configuration.mqtt.topicPrefix, limits: configuration.validation.limits,
-                foreign: ForeignReadings(router: ProtocolRouter(configuration), registry: registry)),
+                foreign: ForeignReadings(router: router, registry: registry)),
             store: BatchStore(
                 keepRejectedMessages: configuration.rejections.keepMessages,
                 pendingDevicesMax: configuration.rejections.pendingDevicesMax),
@@ -83,9 +92,11 @@ public final class IngestService: Service, Sendable {
         writer.start()
 
         let inbox = CommandInbox(maxEvents: configuration.commands.inboxMaxMessages)
-        let client = try makeMQTTClient(spool: spool, inbox: inbox)
+        let client = try makeMQTTClient(spool: spool, inbox: inbox, router: router)
+        var relaySettings = CommandRelay.Settings(configuration)
+        relaySettings.router = router
         let relay = CommandRelay(
-            inbox: inbox, registry: registry, client: client, settings: CommandRelay.Settings(configuration),
+            inbox: inbox, registry: registry, client: client, settings: relaySettings,
             connectionString: configuration.database.url, metrics: metrics, logger: logger)
         relay.start()
         let commandListener = CommandListener(
@@ -107,11 +118,11 @@ public final class IngestService: Service, Sendable {
                     if !ready {
                         // Database connected and migrated, registry loading, broker subscribed.
                         ready = true
-                        notifier.notify("READY=1\nSTATUS=receiving from \(self.subscriptions.joined(separator: ", "))")
+                        notifier.notify("READY=1\nSTATUS=receiving from \(subscriptions.joined(separator: ", "))")
                     }
                     logger.info(
                         "broker connected",
-                        metadata: ["session_present": "\(sessionPresent)", "subscriptions": "\(self.subscriptions)"])
+                        metadata: ["session_present": "\(sessionPresent)", "subscriptions": "\(subscriptions)"])
                     _ = try? client.publish(statusTopic, payload: Array("online".utf8), qos: 1, retain: true)
                 case .connectionFailed(let reason):
                     self.metrics.setBrokerConnected(false)
@@ -175,7 +186,7 @@ public final class IngestService: Service, Sendable {
             ?? "(invalid URL)"
     }
 
-    func makeMQTTClient(spool: Spool, inbox: CommandInbox) throws -> MQTTClient {
+    func makeMQTTClient(spool: Spool, inbox: CommandInbox, router: ProtocolRouter) throws -> MQTTClient {
         var mqtt = try MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID)
         mqtt.cleanStart = false
         mqtt.sessionExpiryInterval = UInt32(clamping: configuration.mqtt.sessionExpirySeconds)
@@ -187,7 +198,6 @@ public final class IngestService: Service, Sendable {
         mqtt.will = MQTTMessage.Will(topic: statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
         let metrics = self.metrics
         let prefix = configuration.mqtt.topicPrefix
-        let router = ProtocolRouter(configuration)
         // Runs on libmosquitto's network thread; the PUBACK leaves after it returns. Telemetry goes
         // to the spool (it blocks while the spool is full or the disk refuses: the broker queues).
         // Set requests, state and availability reports go to the command relay, which does not wait

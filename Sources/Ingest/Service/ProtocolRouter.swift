@@ -8,6 +8,8 @@ public enum ForeignTopic: Sendable, Equatable {
     case shellyGen2(prefix: String, kind: ShellyGen2Protocol.TopicKind)
     /// A JSON-RPC reply on outletd's own reply topic.
     case shellyGen2Reply
+    /// A retained `tasmota/discovery/<MAC>/config`.
+    case tasmotaDiscovery
 
     /// Where the MQTT callback sends it: readings to the spool, state/availability/replies to the command relay.
     public var carriesReadings: Bool {
@@ -23,8 +25,8 @@ public enum ForeignTopic: Sendable, Equatable {
     public var carriesState: Bool {
         switch self {
         case .tasmota(let match): match.suffix != "SENSOR" && match.suffix != "STATUS8"
-        case .shellyGen1(_, .relayState), .shellyGen1(_, .online): true
-        case .shellyGen2, .shellyGen2Reply: true
+        case .shellyGen1(_, .relayState), .shellyGen1(_, .online), .shellyGen1(_, .announce): true
+        case .shellyGen2, .shellyGen2Reply, .tasmotaDiscovery: true
         default: false
         }
     }
@@ -65,7 +67,9 @@ public struct ProtocolRouter: Sendable {
         for pattern in tasmotaFullTopics {
             filters += TasmotaProtocol.subscriptions(fullTopic: pattern, prefixes: tasmotaPrefixes)
         }
+        filters.append("tasmota/discovery/+/config")
         filters += [
+            "\(shellyGen1Prefix)/announce", "\(shellyGen1Prefix)/+/announce",
             "\(shellyGen1Prefix)/+/relay/+", "\(shellyGen1Prefix)/+/relay/+/power",
             "\(shellyGen1Prefix)/+/relay/+/energy", "\(shellyGen1Prefix)/+/online",
         ]
@@ -79,6 +83,12 @@ public struct ProtocolRouter: Sendable {
     /// Tasmota's `cmnd/…` topics (its own empty `POWER` on connect included) are never commands to outletd: nil.
     public func route(_ topic: String) -> ForeignTopic? {
         if topic == "\(shellyGen2ReplyPrefix)/rpc" { return .shellyGen2Reply }
+        let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
+        if levels.count == 4, levels[0] == "tasmota", levels[1] == "discovery", levels[3] == "config",
+            !levels[2].isEmpty
+        {
+            return .tasmotaDiscovery
+        }
         for pattern in tasmotaFullTopics {
             guard let match = TasmotaProtocol.match(topic, fullTopic: pattern) else { continue }
             if match.prefix == tasmotaPrefixes.telemetry,

@@ -45,7 +45,7 @@ public final class ForeignReadings: @unchecked Sendable {
         case .tasmota(let match): (outletProtocol, deviceTopic) = (.tasmota, match.deviceTopic)
         case .shellyGen1(let id, _): (outletProtocol, deviceTopic) = (.shellyGen1, id)
         case .shellyGen2(let prefix, _): (outletProtocol, deviceTopic) = (.shellyGen2, prefix)
-        case .shellyGen2Reply: return nil
+        case .shellyGen2Reply, .tasmotaDiscovery: return nil
         }
         let outlets = registry.lookup(outletProtocol, topic: deviceTopic).filter { $0.device.enabled }
         guard !outlets.isEmpty else {
