@@ -216,6 +216,8 @@ public final class IngestService: Service, Sendable {
             case nil:
                 // Tasmota and Shelly: readings to the spool, state to the relay (a Gen2 status carries both).
                 guard let route = router.route(message.topic) else {
+                    // A Tasmota `stat/<t>/STATUS`, a Gen2 `status/sys`…: subscribed for its neighbours, not read.
+                    if router.isUnreadForeignTopic(message.topic) { return }
                     metrics.messageReceived()
                     spool.append(raw)
                     return

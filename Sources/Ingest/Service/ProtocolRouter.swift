@@ -1,4 +1,5 @@
 import Foundation
+import MQTT
 import Telemetry
 
 /// A Tasmota or Shelly topic, recognised by layout only (no registry lookup).
@@ -77,6 +78,12 @@ public struct ProtocolRouter: Sendable {
         filters.append("\(shellyGen2ReplyPrefix)/rpc")
         var seen = Set<String>()
         return filters.filter { seen.insert($0).inserted }
+    }
+
+    /// Whether `topic` came in through one of the foreign subscriptions without being a topic outletd reads
+    /// (`stat/<t>/STATUS`, a Gen2 `status/sys`…): such messages are dropped, not rejected as invalid topics.
+    public func isUnreadForeignTopic(_ topic: String) -> Bool {
+        route(topic) == nil && subscriptions.contains { MQTTTopic.matches(filter: $0, topic: topic) }
     }
 
     /// What `topic` is, or nil when it belongs to none of the foreign protocols (then it is native or invalid).
