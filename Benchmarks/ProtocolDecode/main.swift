@@ -47,7 +47,7 @@ func measure(_ name: String, _ decode: () -> Int) {
     let sorted = perMessage.sorted()
     let rendered = sorted.map { String(format: "%.0f", $0) }.joined(separator: " ")
     print(
-        "\(name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(String(format: "%7.0f", sorted[sorted.count / 2])) ns/message  (rounds: \(rendered); readings \(sink))"
+        "\(name.padding(toLength: 38, withPad: " ", startingAt: 0)) \(String(format: "%7.0f", sorted[sorted.count / 2])) ns/message  (rounds: \(rendered); readings \(sink))"
     )
 }
 
