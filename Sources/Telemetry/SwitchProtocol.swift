@@ -1,8 +1,9 @@
 /// The seam between outletd's command lifecycle and one firmware's way of switching.
 ///
-/// The relay knows commands, states and availability; a `SwitchProtocol` knows topics and payloads. Only the
-/// native protocol exists now; Tasmota (`cmnd/<t>/POWER` `ON`, `stat/<t>/POWER`, `tele/<t>/LWT`) and Shelly
-/// translations plug in here (see PROTOCOLS.md), chosen by `devices.protocol`.
+/// The relay knows commands, states and availability; a `SwitchProtocol` knows topics and payloads. One
+/// translation per value of `devices.protocol`: native, Tasmota, Shelly Gen1 and Gen2 (docs/PROTOCOLS.md). The
+/// relay reads Tasmota and Shelly state reports per channel itself (one message may concern several outlets);
+/// ``stateReport(_:)`` and ``availability(_:)`` here read a single-relay payload.
 public protocol SwitchProtocol: Sendable {
     /// The value of `devices.protocol` this translation serves.
     var name: String { get }

@@ -66,6 +66,10 @@ struct ForeignDeviceTests {
         let topic = TestStack.uniqueName("tasmota_")
         try add(.init(code: "tas-1", outletProtocol: .tasmota, protocolTopic: topic, channel: 1))
         try add(.init(code: "tas-2", outletProtocol: .tasmota, protocolTopic: topic, channel: 2))
+        // A FullTopic that is not configured: subscribed because a registered outlet uses it.
+        let pattern = "\(TestStack.uniqueName("emoncms"))/factory/%topic%/%prefix%/"
+        let otherTopic = TestStack.uniqueName("pow")
+        try add(.init(code: "tas-emon", outletProtocol: .tasmota, protocolTopic: otherTopic, fullTopic: pattern))
         let device = try ScriptedDevice(commandFilter: "cmnd/\(topic)/+") { commandTopic, payload in
             let relay = commandTopic.split(separator: "/").last.map(String.init) ?? "POWER"
             guard !payload.isEmpty else { return [] }
@@ -85,20 +89,32 @@ struct ForeignDeviceTests {
                         .utf8))
             try await publisher.publishAcknowledged(
                 "tele/\(topic)/STATE", payload: Array(#"{"POWER1":"OFF","POWER2":"ON"}"#.utf8))
-            try await Harness.waitUntil(timeout: 10, "two samples and state") {
-                try Harness.count(url, "SELECT count(*) FROM samples") == 2
+            let emoncms = TasmotaProtocol.topic(fullTopic: pattern, prefix: "tele", deviceTopic: otherTopic, suffix: "")
+            try await publisher.publishAcknowledged(
+                emoncms + "SENSOR", payload: Array(#"{"ENERGY":{"Power":"7","Total":0.5}}"#.utf8))
+            try await publisher.publishAcknowledged(
+                TasmotaProtocol.topic(fullTopic: pattern, prefix: "stat", deviceTopic: otherTopic, suffix: "POWER"),
+                payload: Array("ON".utf8))
+            try await Harness.waitUntil(timeout: 10, "three samples and state") {
+                try Harness.count(url, "SELECT count(*) FROM samples") == 3
                     && Harness.scalar(url, "SELECT string_agg(reported_state, ',' ORDER BY code) FROM devices")
-                        == "off,on"
+                        == "off,on,on"
             }
+            #expect(
+                try Harness.scalar(
+                    url,
+                    "SELECT s.power_watts, s.energy_wh FROM samples s JOIN devices d ON d.id = s.device_id WHERE code = 'tas-emon'"
+                )
+                    == "7|500")
             #expect(
                 try Harness.scalar(
                     url,
                     """
                     SELECT string_agg(d.code || ':' || s.power_watts || ':' || coalesce(s.current_amperes::text, '-')
                         || ':' || s.voltage_volts || ':' || coalesce(s.energy_wh::text, '-'), ',' ORDER BY d.code)
-                    FROM samples s JOIN devices d ON d.id = s.device_id
+                    FROM samples s JOIN devices d ON d.id = s.device_id WHERE d.code <> 'tas-emon'
                     """) == "tas-1:10:0.05:230:-,tas-2:20:-:230:-")
-            #expect(try Harness.scalar(url, "SELECT bool_and(online) FROM devices") == "t")
+            #expect(try Harness.scalar(url, "SELECT bool_and(online) FROM devices WHERE code <> 'tas-emon'") == "t")
             _ = try Harness.scalar(url, "SELECT request_switch('tas-2', false, 'test')")
             try await Harness.waitUntil(timeout: 10, "command confirmed") {
                 try Harness.scalar(url, "SELECT status FROM commands") == "confirmed"
