@@ -80,6 +80,11 @@ struct DeviceCommand: ParsableCommand {
                 print("description:  \(device.description)")
                 print("owner:        \(device.owner ?? "")")
                 print("protocol:     \(device.protocolName)")
+                if let protocolTopic = device.protocolTopic {
+                    print("topic:        \(protocolTopic)")
+                    print("channel:      \(device.channel)")
+                    if let fullTopic = device.fullTopic { print("full topic:   \(fullTopic)") }
+                }
                 print("enabled:      \(device.enabled)")
                 print("registered:   \(device.createdAt.map(Format.timestamp) ?? "")")
                 if let summary = try PowerSummaryQuery(connection: connection).summary(code: code) {

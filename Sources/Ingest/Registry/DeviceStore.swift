@@ -12,6 +12,12 @@ public struct DeviceRecord: Sendable, Equatable {
     public var protocolName: String
     public var enabled: Bool
     public var createdAt: Date?
+    /// Tasmota topic, Shelly id or Gen2 prefix; nil for native outlets.
+    public var protocolTopic: String? = nil
+    /// Relay number (Tasmota 1-based, Shelly 0-based; 0 for native).
+    public var channel: Int = 0
+    /// Tasmota FullTopic, when not the default.
+    public var fullTopic: String? = nil
 }
 
 /// A row of `pending_devices`: a code that sent data without being registered.
@@ -322,7 +328,8 @@ public struct DeviceStore {
                 on: result[row, column + 6] ?? "ON", off: result[row, column + 7] ?? "OFF"))
     }
 
-    private static let columns = "id, code, name, description, owner, protocol, enabled, created_at"
+    private static let columns =
+        "id, code, name, description, owner, protocol, enabled, created_at, protocol_topic, channel, full_topic"
 
     private static func record(_ result: PostgresResult, row: Int) throws -> DeviceRecord {
         guard let id = try result.int64(row: row, column: 0), let code = result[row, 1] else {
@@ -331,7 +338,9 @@ public struct DeviceStore {
         return DeviceRecord(
             id: Int32(truncatingIfNeeded: id), code: code, name: result[row, 2] ?? "",
             description: result[row, 3] ?? "", owner: result[row, 4], protocolName: result[row, 5] ?? "native",
-            enabled: try result.bool(row: row, column: 6) ?? false, createdAt: try result.date(row: row, column: 7))
+            enabled: try result.bool(row: row, column: 6) ?? false, createdAt: try result.date(row: row, column: 7),
+            protocolTopic: result[row, 8], channel: Int(try result.int64(row: row, column: 9) ?? 0),
+            fullTopic: result[row, 10])
     }
 
     private static func notRegistered(_ code: String) -> DeviceStoreError {
