@@ -69,6 +69,9 @@ let package = Package(
             dependencies: ["Ingest", "Postgres", "Telemetry"],
             path: "Benchmarks/RollupBenchmark"
         ),
+        // Decode cost per message of each protocol, for docs/PROTOCOLS.md; not a test.
+        .executableTarget(
+            name: "protocol-decode-bench", dependencies: ["Telemetry"], path: "Benchmarks/ProtocolDecode"),
 
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Ingest
+import Telemetry
 
 /// `outletd device …`: the registry of outlets.
 struct DeviceCommand: ParsableCommand {
@@ -20,11 +21,27 @@ struct DeviceCommand: ParsableCommand {
         @Flag(help: "Register it disabled (its readings are rejected until enabled).") var disabled = false
         @Option(help: "Also print the broker's password_file line for this outlet (user = its code).")
         var mqttPassword: String?
+        @Option(name: .customLong("protocol"), help: "native, tasmota, shelly-gen1 or shelly-gen2.")
+        var protocolName: String = "native"
+        @Option(help: "The outlet's own topic: Tasmota %topic%, Shelly Gen1 id, Shelly Gen2 prefix.")
+        var topic: String?
+        @Option(help: "Tasmota FullTopic (default %prefix%/%topic%/); also list it in protocols.tasmota_full_topics.")
+        var fullTopic: String?
+        @Option(help: "Relay number: Tasmota 1-based (default 1), Shelly 0-based (default 0).")
+        var channel: Int?
+        @Option(help: "Tasmota's word for on (StateText), when not ON.") var onWord: String?
+        @Option(help: "Tasmota's word for off (StateText), when not OFF.") var offWord: String?
 
         func run() throws {
+            guard let outletProtocol = OutletProtocol(rawValue: protocolName) else {
+                throw DeviceStoreError(message: "unknown protocol \(protocolName)")
+            }
             let record = try options.withDatabase { connection in
                 try DeviceStore(connection: connection).add(
-                    .init(code: code, name: name, description: description, owner: owner, enabled: !disabled))
+                    .init(
+                        code: code, name: name, description: description, owner: owner, enabled: !disabled,
+                        outletProtocol: outletProtocol, protocolTopic: topic, fullTopic: fullTopic, channel: channel,
+                        stateOnWord: onWord, stateOffWord: offWord))
             }
             print("registered \(record.code)\(record.enabled ? "" : " (disabled)")")
             if let mqttPassword {
@@ -63,6 +80,11 @@ struct DeviceCommand: ParsableCommand {
                 print("description:  \(device.description)")
                 print("owner:        \(device.owner ?? "")")
                 print("protocol:     \(device.protocolName)")
+                if let protocolTopic = device.protocolTopic {
+                    print("topic:        \(protocolTopic)")
+                    print("channel:      \(device.channel)")
+                    if let fullTopic = device.fullTopic { print("full topic:   \(fullTopic)") }
+                }
                 print("enabled:      \(device.enabled)")
                 print("registered:   \(device.createdAt.map(Format.timestamp) ?? "")")
                 if let summary = try PowerSummaryQuery(connection: connection).summary(code: code) {
@@ -119,13 +141,20 @@ struct DeviceCommand: ParsableCommand {
 
         func run() throws {
             let pending = try options.withDatabase { connection in try DeviceStore(connection: connection).pending() }
-            let rows = pending.map {
-                [
-                    $0.code, String($0.messageCount), $0.firstSeenAt.map(Format.timestamp) ?? "",
-                    $0.lastSeenAt.map(Format.timestamp) ?? "", $0.lastTopic,
+            let rows = pending.map { device -> [String] in
+                var suggested = ""
+                if let suggestedProtocol = device.suggestedProtocol {
+                    let channels = device.suggestedChannels.map(String.init).joined(separator: ",")
+                    suggested = "\(suggestedProtocol) \(device.suggestedTopic ?? "") ch \(channels)"
+                }
+                return [
+                    device.code, String(device.messageCount), device.firstSeenAt.map(Format.timestamp) ?? "",
+                    device.lastSeenAt.map(Format.timestamp) ?? "", device.lastTopic, suggested,
                 ]
             }
-            print(TextTable.render(header: ["CODE", "MESSAGES", "FIRST SEEN", "LAST SEEN", "LAST TOPIC"], rows: rows))
+            print(
+                TextTable.render(
+                    header: ["CODE", "MESSAGES", "FIRST SEEN", "LAST SEEN", "LAST TOPIC", "SUGGESTED"], rows: rows))
             print("\(pending.count) pending; register one with `outletd device approve CODE`")
         }
     }

@@ -119,7 +119,8 @@ struct CommandLifecycleTests {
         let decoded = try #require(NativeProtocol.decodeCommand(command))
         #expect(decoded.id == 42 && decoded.state == .on)
         let message = NativeSwitchProtocol().commandMessage(
-            prefix: "site/outlets/", code: try #require(DeviceCode("k-1")), commandID: 1, state: .off)
+            target: SwitchTarget(code: try #require(DeviceCode("k-1")), nativePrefix: "site/outlets/"), commandID: 1,
+            state: .off)
         #expect(message.topic == "site/outlets/k-1/command")
         let result = SwitchResult(result: "rejected", requestID: "a\"b", reason: "x\ny")
         #expect(

@@ -23,8 +23,14 @@ public final class CommandRelay: Sendable {
         public var keepRejectedMessages: Int
         public var payloadExcerptBytes: Int
         public var maxPayloadBytes: Int
+        /// Tasmota and Shelly topics.
+        public var router: ProtocolRouter
+        /// Bound of `pending_devices` (discovery adds to it).
+        public var pendingDevicesMax: Int
 
         public init(_ configuration: OutletdConfiguration) {
+            router = ProtocolRouter(configuration)
+            pendingDevicesMax = configuration.rejections.pendingDevicesMax
             instanceID = configuration.instanceID
             topicPrefix = configuration.mqtt.topicPrefix
             confirmTimeoutSeconds = configuration.commands.confirmTimeoutSeconds
@@ -207,7 +213,12 @@ public final class CommandRelay: Sendable {
         }
 
         mutating func handle(_ message: RawMessage, _ store: CommandStore) throws {
-            guard let match = NativeProtocol.parseTopic(message.topic, prefix: settings.topicPrefix) else { return }
+            guard let match = NativeProtocol.parseTopic(message.topic, prefix: settings.topicPrefix) else {
+                if let route = settings.router.route(message.topic), route.carriesState {
+                    try handleForeign(message, route, store)
+                }
+                return
+            }
             func reject(_ reason: RejectionReason, _ detail: String, requestID: String? = nil) throws {
                 let rejection = RejectedReading(
                     receivedAt: message.receivedAt, topic: message.topic, deviceCode: match.deviceCode,
@@ -285,12 +296,112 @@ public final class CommandRelay: Sendable {
             }
         }
 
+        /// State, availability and replies of Tasmota and Shelly outlets (PROTOCOLS.md rules 7 and 8).
+        mutating func handleForeign(_ message: RawMessage, _ route: ForeignTopic, _ store: CommandStore) throws {
+            func report(_ code: String, _ result: Result<StateReport, Rejection>?) throws {
+                switch result {
+                case nil: return
+                case .failure(let rejection)?:
+                    relay.metrics.commandMessageRejected(rejection.reason)
+                    relay.logger.notice(
+                        "state report rejected",
+                        metadata: ["topic": "\(message.topic)", "detail": "\(rejection.detail)"])
+                case .success(let stateReport)?:
+                    if case .none? = try store.recordStateReport(code: code, report: stateReport) {
+                    } else {
+                        needsResults = true
+                    }
+                }
+            }
+            func availability(_ code: String, _ result: Result<Bool, Rejection>) throws {
+                guard case .success(let online) = result else { return }
+                try store.recordAvailability(code: code, online: online)
+                if online { needsSend = true }
+            }
+            let registry = relay.registry
+            func suggest(_ suggestion: DeviceSuggestion?) throws {
+                guard let suggestion else { return }
+                let added = try DeviceStore(connection: store.connection).suggest(
+                    suggestion, topic: message.topic, seenAt: message.receivedAt,
+                    pendingDevicesMax: settings.pendingDevicesMax)
+                relay.logger.debug(
+                    "device discovered", metadata: ["code": "\(suggestion.code)", "pending": "\(added)"])
+            }
+            switch route {
+            case .tasmotaDiscovery:
+                try suggest(TasmotaProtocol.discovery(message.payload))
+            case .shellyGen1(_, .announce):
+                try suggest(ShellyGen1Protocol.announcement(message.payload))
+            case .shellyGen2Reply:
+                switch ShellyGen2Protocol.reply(message.payload) {
+                case .failure(let id, let reason)?:
+                    if try store.transition([id], .reject, reason: reason) > 0 { needsResults = true }
+                case .success(let id, let wasOn)?:
+                    relay.logger.debug(
+                        "Switch.Set acknowledged",
+                        metadata: ["command": "\(id)", "was_on": "\(wasOn.map(\.description) ?? "?")"])
+                case nil:
+                    return
+                }
+            case .tasmota(let match):
+                for outlet in registry.lookup(.tasmota, topic: match.deviceTopic) where outlet.device.enabled {
+                    if match.suffix == "LWT" {
+                        try availability(outlet.code, TasmotaProtocol.availability(message.payload))
+                    } else {
+                        try report(
+                            outlet.code,
+                            TasmotaProtocol.stateReport(
+                                message.payload, suffix: match.suffix, channel: outlet.channel,
+                                words: outlet.device.stateWords))
+                    }
+                }
+            case .shellyGen1(let id, let kind):
+                for outlet in registry.lookup(.shellyGen1, topic: id) where outlet.device.enabled {
+                    switch kind {
+                    case .online: try availability(outlet.code, ShellyGen1Protocol.availability(message.payload))
+                    case .relayState(let channel) where channel == outlet.channel:
+                        try report(outlet.code, ShellyGen1Protocol.stateReport(message.payload))
+                    default: break
+                    }
+                }
+            case .shellyGen2(let prefix, let kind):
+                let outlets = registry.lookup(.shellyGen2, topic: prefix).filter { $0.device.enabled }
+                if kind == .online {
+                    for outlet in outlets {
+                        try availability(outlet.code, ShellyGen2Protocol.availability(message.payload))
+                    }
+                    return
+                }
+                guard !outlets.isEmpty,
+                    case .success(let updates) = ShellyGen2Protocol.updates(
+                        message.payload, kind: kind, limits: ValidationLimits(maxPayloadBytes: settings.maxPayloadBytes)
+                    )
+                else { return }
+                for update in updates {
+                    guard case .bool(let isOn)? = update.fields["output"],
+                        let outlet = outlets.first(where: {
+                            ShellyGen2Protocol.components(channel: $0.channel).contains(update.component)
+                        })
+                    else { continue }
+                    try report(outlet.code, .success(StateReport(state: SwitchState(isOn: isOn))))
+                }
+            }
+        }
+
         func publish(_ commands: [OutgoingCommand]) {
             for command in commands {
                 guard let code = DeviceCode(command.code), let translation = relay.protocols.named(command.protocolName)
                 else { continue }
-                let message = translation.commandMessage(
-                    prefix: settings.topicPrefix, code: code, commandID: command.id, state: command.state)
+                var target = SwitchTarget(code: code, nativePrefix: settings.topicPrefix)
+                if let device = relay.registry.lookup(command.code), let address = device.address {
+                    target.deviceTopic = address.deviceTopic
+                    target.channel = address.channel
+                    target.fullTopic = device.fullTopic
+                }
+                target.tasmotaPrefixes = settings.router.tasmotaPrefixes
+                target.shellyGen1Prefix = settings.router.shellyGen1Prefix
+                target.shellyGen2ReplyPrefix = settings.router.shellyGen2ReplyPrefix
+                let message = translation.commandMessage(target: target, commandID: command.id, state: command.state)
                 do {
                     try relay.client.publish(message.topic, payload: message.payload, qos: 1)
                     relay.metrics.commandPublished()

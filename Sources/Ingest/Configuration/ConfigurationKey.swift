@@ -130,6 +130,18 @@ extension ConfigurationKey {
 
     /// Every key outletd understands.
     public static let all: [ConfigurationKey] = [
+        .string(
+            "protocols.tasmota_full_topics", \.protocols.tasmotaFullTopics,
+            "Tasmota FullTopic patterns to subscribe to (comma-separated), besides registered ones"),
+        .string(
+            "protocols.tasmota_prefixes", \.protocols.tasmotaPrefixes, "Tasmota command,status,telemetry prefixes"),
+        .string("protocols.shelly_gen1_prefix", \.protocols.shellyGen1Prefix, "first level of Shelly Gen1 topics"),
+        .string(
+            "protocols.shelly_gen2_subscriptions", \.protocols.shellyGen2Subscriptions,
+            "Shelly Gen2 topic filters (comma-separated)", nonEmpty: false),
+        .string(
+            "protocols.shelly_gen2_reply_prefix", \.protocols.shellyGen2ReplyPrefix,
+            "JSON-RPC src of outletd (empty: outletd/<instance_id>/shelly)", nonEmpty: false),
         .string("instance_id", \.instanceID, "MQTT client id and log label of this instance"),
         .string(
             "database.url", \.database.url, "libpq connection string or postgresql:// URI",

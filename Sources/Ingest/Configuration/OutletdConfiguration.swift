@@ -20,8 +20,23 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public var retention = RetentionSettings()
     public var logging = LoggingSettings()
     public var http = HTTPSettings()
+    public var protocols = ProtocolSettings()
 
     public init() {}
+
+    /// Tasmota and Shelly topic layouts (docs/PROTOCOLS.md). Lists are comma-separated.
+    public struct ProtocolSettings: Sendable, Equatable {
+        /// FullTopic patterns subscribed to besides those of registered outlets.
+        public var tasmotaFullTopics = "%prefix%/%topic%/"
+        /// Tasmota's command, status and telemetry prefixes (SetPrefix1..3).
+        public var tasmotaPrefixes = "cmnd,stat,tele"
+        /// The first level of every Shelly Gen1 topic.
+        public var shellyGen1Prefix = "shellies"
+        /// The Shelly Gen2 filters (the device prefix is the levels before `status`, `events`, `online`).
+        public var shellyGen2Subscriptions = "+/status/+,+/events/rpc,+/online"
+        /// outletd's JSON-RPC `src`; replies come on `<this>/rpc`. Empty: `outletd/<instance_id>/shelly`.
+        public var shellyGen2ReplyPrefix = ""
+    }
 
     /// PostgreSQL.
     public struct Database: Sendable, Equatable {

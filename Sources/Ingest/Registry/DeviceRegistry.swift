@@ -7,11 +7,35 @@ public struct RegisteredDevice: Sendable, Equatable {
     public var id: Int32
     public var enabled: Bool
     public var protocolName: String
+    /// Where a Tasmota or Shelly outlet lives in its protocol's topics; nil for native outlets.
+    public var address: ProtocolAddress?
+    /// Tasmota FullTopic (default `%prefix%/%topic%/`).
+    public var fullTopic: String
+    /// Tasmota's configured ON/OFF words.
+    public var stateWords: TasmotaProtocol.StateWords
 
-    public init(id: Int32, enabled: Bool, protocolName: String) {
+    public init(
+        id: Int32, enabled: Bool, protocolName: String, address: ProtocolAddress? = nil,
+        fullTopic: String = TasmotaProtocol.defaultFullTopic,
+        stateWords: TasmotaProtocol.StateWords = TasmotaProtocol.StateWords()
+    ) {
         self.id = id
         self.enabled = enabled
         self.protocolName = protocolName
+        self.address = address
+        self.fullTopic = fullTopic
+        self.stateWords = stateWords
+    }
+}
+
+/// The key of the (protocol, topic) → outlets index.
+public struct ProtocolTopicKey: Sendable, Hashable {
+    public var outletProtocol: OutletProtocol
+    public var deviceTopic: String
+
+    public init(_ outletProtocol: OutletProtocol, _ deviceTopic: String) {
+        self.outletProtocol = outletProtocol
+        self.deviceTopic = deviceTopic
     }
 }
 
@@ -22,6 +46,8 @@ public struct RegisteredDevice: Sendable, Equatable {
 public final class DeviceRegistry: @unchecked Sendable {
     private let lock = NSLock()
     private var devices: [String: RegisteredDevice] = [:]
+    /// (protocol, device topic) → channel → code, for Tasmota and Shelly outlets; kept with `devices`.
+    private var byAddress: [ProtocolTopicKey: [Int: String]] = [:]
     private var loaded = false
 
     public init() {}
@@ -33,10 +59,35 @@ public final class DeviceRegistry: @unchecked Sendable {
         return devices[code]
     }
 
+    /// The outlets registered at a foreign protocol topic: (channel, code, device), by channel.
+    public func lookup(_ outletProtocol: OutletProtocol, topic deviceTopic: String) -> [(
+        channel: Int, code: String, device: RegisteredDevice
+    )] {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let channels = byAddress[ProtocolTopicKey(outletProtocol, deviceTopic)] else { return [] }
+        return channels.sorted { $0.key < $1.key }.compactMap { channel, code in
+            devices[code].map { (channel, code, $0) }
+        }
+    }
+
+    /// Every distinct Tasmota FullTopic registered (to derive subscriptions).
+    public var tasmotaFullTopics: Set<String> {
+        lock.lock()
+        defer { lock.unlock() }
+        return Set(devices.values.filter { $0.address?.outletProtocol == .tasmota }.map(\.fullTopic))
+    }
+
     /// Replaces everything (a full reload).
     public func replaceAll(_ entries: [String: RegisteredDevice]) {
+        var index: [ProtocolTopicKey: [Int: String]] = [:]
+        for (code, entry) in entries {
+            guard let address = entry.address else { continue }
+            index[ProtocolTopicKey(address.outletProtocol, address.deviceTopic), default: [:]][address.channel] = code
+        }
         lock.lock()
         devices = entries
+        byAddress = index
         loaded = true
         lock.unlock()
     }
@@ -44,7 +95,16 @@ public final class DeviceRegistry: @unchecked Sendable {
     /// Sets or (with nil) removes one outlet.
     public func update(_ code: String, _ entry: RegisteredDevice?) {
         lock.lock()
+        if let old = devices[code]?.address {
+            let key = ProtocolTopicKey(old.outletProtocol, old.deviceTopic)
+            if byAddress[key]?[old.channel] == code { byAddress[key]?[old.channel] = nil }
+            if byAddress[key]?.isEmpty == true { byAddress[key] = nil }
+        }
         devices[code] = entry
+        if let address = entry?.address {
+            byAddress[ProtocolTopicKey(address.outletProtocol, address.deviceTopic), default: [:]][address.channel] =
+                code
+        }
         lock.unlock()
     }
 

@@ -30,6 +30,11 @@ public final class IngestService: Service, Sendable {
     /// The topic filters outletd subscribes to (all QoS 1). Set requests go through a shared subscription
     /// (`$share/<group>/…`) so that with several instances each request reaches one of them.
     public var subscriptions: [String] {
+        subscriptions(registeredFullTopics: [])
+    }
+
+    /// The subscriptions, with the Tasmota FullTopics of registered outlets added (see docs/PROTOCOLS.md).
+    public func subscriptions(registeredFullTopics: Set<String>) -> [String] {
         let prefix = configuration.mqtt.topicPrefix
         let group = configuration.commands.shareGroup
         return [
@@ -37,7 +42,7 @@ public final class IngestService: Service, Sendable {
             group.isEmpty ? "\(prefix)/+/set" : "$share/\(group)/\(prefix)/+/set",
             "\(prefix)/+/state",
             "\(prefix)/+/availability",
-        ]
+        ] + ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics).subscriptions
     }
 
     /// `outletd/<instance>/status`: `online` while connected, `offline` (the will) otherwise.
@@ -47,6 +52,15 @@ public final class IngestService: Service, Sendable {
         let configuration = self.configuration
         let logger = self.logger
         try await prepareDatabase()
+        // Tasmota FullTopics of registered outlets are subscribed to besides the configured ones (read at start).
+        let registeredFullTopics = try await Blocking.run("outletd-full-topics") {
+            let connection = try PostgresConnection(
+                connectionString: configuration.database.url, applicationName: "outletd-start")
+            defer { connection.close() }
+            return try DeviceStore(connection: connection).tasmotaFullTopics()
+        }
+        let router = ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics)
+        let subscriptions = subscriptions(registeredFullTopics: registeredFullTopics)
 
         let registry = DeviceRegistry()
         let registryListener = RegistryListener(
@@ -68,7 +82,8 @@ public final class IngestService: Service, Sendable {
         let writer = BatchWriter(
             spool: spool, registry: registry,
             classifier: MessageClassifier(
-                topicPrefix: configuration.mqtt.topicPrefix, limits: configuration.validation.limits),
+                topicPrefix: configuration.mqtt.topicPrefix, limits: configuration.validation.limits,
+                foreign: ForeignReadings(router: router, registry: registry)),
             store: BatchStore(
                 keepRejectedMessages: configuration.rejections.keepMessages,
                 pendingDevicesMax: configuration.rejections.pendingDevicesMax),
@@ -77,9 +92,11 @@ public final class IngestService: Service, Sendable {
         writer.start()
 
         let inbox = CommandInbox(maxEvents: configuration.commands.inboxMaxMessages)
-        let client = try makeMQTTClient(spool: spool, inbox: inbox)
+        let client = try makeMQTTClient(spool: spool, inbox: inbox, router: router)
+        var relaySettings = CommandRelay.Settings(configuration)
+        relaySettings.router = router
         let relay = CommandRelay(
-            inbox: inbox, registry: registry, client: client, settings: CommandRelay.Settings(configuration),
+            inbox: inbox, registry: registry, client: client, settings: relaySettings,
             connectionString: configuration.database.url, metrics: metrics, logger: logger)
         relay.start()
         let commandListener = CommandListener(
@@ -101,11 +118,11 @@ public final class IngestService: Service, Sendable {
                     if !ready {
                         // Database connected and migrated, registry loading, broker subscribed.
                         ready = true
-                        notifier.notify("READY=1\nSTATUS=receiving from \(self.subscriptions.joined(separator: ", "))")
+                        notifier.notify("READY=1\nSTATUS=receiving from \(subscriptions.joined(separator: ", "))")
                     }
                     logger.info(
                         "broker connected",
-                        metadata: ["session_present": "\(sessionPresent)", "subscriptions": "\(self.subscriptions)"])
+                        metadata: ["session_present": "\(sessionPresent)", "subscriptions": "\(subscriptions)"])
                     _ = try? client.publish(statusTopic, payload: Array("online".utf8), qos: 1, retain: true)
                 case .connectionFailed(let reason):
                     self.metrics.setBrokerConnected(false)
@@ -169,7 +186,7 @@ public final class IngestService: Service, Sendable {
             ?? "(invalid URL)"
     }
 
-    func makeMQTTClient(spool: Spool, inbox: CommandInbox) throws -> MQTTClient {
+    func makeMQTTClient(spool: Spool, inbox: CommandInbox, router: ProtocolRouter) throws -> MQTTClient {
         var mqtt = try MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID)
         mqtt.cleanStart = false
         mqtt.sessionExpiryInterval = UInt32(clamping: configuration.mqtt.sessionExpirySeconds)
@@ -193,9 +210,23 @@ public final class IngestService: Service, Sendable {
                 inbox.append(raw, waitForCommit: true)
             case .state?, .availability?:
                 inbox.append(raw, waitForCommit: false)
-            case .telemetry?, .command?, nil:
+            case .telemetry?, .command?:
                 metrics.messageReceived()
                 spool.append(raw)
+            case nil:
+                // Tasmota and Shelly: readings to the spool, state to the relay (a Gen2 status carries both).
+                guard let route = router.route(message.topic) else {
+                    // A Tasmota `stat/<t>/STATUS`, a Gen2 `status/sys`…: subscribed for its neighbours, not read.
+                    if router.isUnreadForeignTopic(message.topic) { return }
+                    metrics.messageReceived()
+                    spool.append(raw)
+                    return
+                }
+                if route.carriesState { inbox.append(raw, waitForCommit: false) }
+                if route.carriesReadings {
+                    metrics.messageReceived()
+                    spool.append(raw)
+                }
             }
         }
     }

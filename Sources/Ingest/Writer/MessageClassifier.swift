@@ -43,10 +43,13 @@ public struct ClassifiedMessage: Sendable, Equatable {
 public struct MessageClassifier: Sendable {
     public var topicPrefix: String
     public var limits: ValidationLimits
+    /// Tasmota and Shelly readings; nil when only the native protocol is read.
+    public var foreign: ForeignReadings?
 
-    public init(topicPrefix: String, limits: ValidationLimits) {
+    public init(topicPrefix: String, limits: ValidationLimits, foreign: ForeignReadings? = nil) {
         self.topicPrefix = topicPrefix
         self.limits = limits
+        self.foreign = foreign
     }
 
     public func classify(
@@ -59,7 +62,11 @@ public struct MessageClassifier: Sendable {
                     receivedAt: message.receivedAt, topic: message.topic, deviceCode: code, reason: reason,
                     detail: detail, index: index))
         }
-        guard let match = NativeProtocol.parseTopic(message.topic, prefix: topicPrefix), match.kind == .telemetry
+        let native = NativeProtocol.parseTopic(message.topic, prefix: topicPrefix)
+        if native == nil, let foreignResult = foreign?.classify(message, limits: limits) {
+            return foreignResult
+        }
+        guard let match = native, match.kind == .telemetry
         else {
             reject(.invalidTopic, "not a telemetry topic under \(topicPrefix)/", code: nil)
             return result

@@ -1,0 +1,267 @@
+import Foundation
+import MQTT
+import Postgres
+import Telemetry
+import TestSupport
+import Testing
+
+@testable import Ingest
+
+/// A scripted Tasmota or Shelly device: answers the commands outletd publishes the way that firmware does.
+final class ScriptedDevice: Sendable {
+    private let client: MQTTClient
+    /// Every command payload received, in order.
+    let received: Locked<[String]>
+
+    /// - Parameters:
+    ///   - commandFilter: the topic the device listens on.
+    ///   - answer: what it publishes for a command payload (topic, payload) — nothing when empty.
+    init(commandFilter: String, answer: @escaping @Sendable (String, String) -> [(String, String)]) throws {
+        let received = Locked<[String]>([])
+        let box = Locked<MQTTClient?>(nil)
+        var configuration = try MQTTConfiguration(
+            url: TestStack.shared().mqttURL, clientID: TestStack.uniqueName("device-"))
+        configuration.cleanStart = true
+        configuration.sessionExpiryInterval = 0
+        let client = try MQTTClient(configuration: configuration) { message in
+            let text = String(decoding: message.payload, as: UTF8.self)
+            received.value.append(text)
+            for (topic, payload) in answer(message.topic, text) {
+                _ = try? box.value?.publish(topic, payload: Array(payload.utf8), qos: 1)
+            }
+        }
+        box.value = client
+        client.setSubscriptions([(filter: commandFilter, qos: 1)])
+        try client.start()
+        guard client.waitUntilConnectedBlocking(timeout: .seconds(10)) else {
+            throw HarnessError("scripted device did not connect")
+        }
+        self.client = client
+        self.received = received
+    }
+
+    func stop() { client.stop() }
+}
+
+/// Tasmota and Shelly outlets end to end: fake devices publish their firmware's payload shapes through real
+/// mosquitto; samples, state and availability land in PostgreSQL; a command round trip is confirmed.
+@Suite(.serialized)
+struct ForeignDeviceTests {
+    static func setup() throws -> (
+        url: String, configuration: OutletdConfiguration, store: (DeviceStore.NewDevice) throws -> Void
+    ) {
+        let url = try Harness.migratedDatabase()
+        var configuration = try Harness.configuration(databaseURL: url)
+        configuration.commands.sweepIntervalMilliseconds = 50
+        let add: (DeviceStore.NewDevice) throws -> Void = { device in
+            let connection = try PostgresConnection(connectionString: url)
+            defer { connection.close() }
+            try DeviceStore(connection: connection).add(device)
+        }
+        return (url, configuration, add)
+    }
+
+    @Test func tasmotaTwoRelaysReadingsStateAndCommand() async throws {
+        let (url, configuration, add) = try Self.setup()
+        let topic = TestStack.uniqueName("tasmota_")
+        try add(.init(code: "tas-1", outletProtocol: .tasmota, protocolTopic: topic, channel: 1))
+        try add(.init(code: "tas-2", outletProtocol: .tasmota, protocolTopic: topic, channel: 2))
+        // A FullTopic that is not configured: subscribed because a registered outlet uses it.
+        let pattern = "\(TestStack.uniqueName("emoncms"))/factory/%topic%/%prefix%/"
+        let otherTopic = TestStack.uniqueName("pow")
+        try add(.init(code: "tas-emon", outletProtocol: .tasmota, protocolTopic: otherTopic, fullTopic: pattern))
+        let device = try ScriptedDevice(commandFilter: "cmnd/\(topic)/+") { commandTopic, payload in
+            let relay = commandTopic.split(separator: "/").last.map(String.init) ?? "POWER"
+            guard !payload.isEmpty else { return [] }
+            return [("stat/\(topic)/RESULT", #"{"\#(relay)":"\#(payload)"}"#), ("stat/\(topic)/\(relay)", payload)]
+        }
+        defer { device.stop() }
+        try await Harness.withService(configuration) { _ in
+            let publisher = try Harness.publisher()
+            defer { publisher.stop() }
+            // Tasmota's own empty POWER query on connect is not a command (outletd does not even read cmnd/).
+            try await publisher.publishAcknowledged("cmnd/\(topic)/POWER", payload: [])
+            try await publisher.publishAcknowledged("tele/\(topic)/LWT", payload: Array("Online".utf8), retain: true)
+            try await publisher.publishAcknowledged(
+                "tele/\(topic)/SENSOR",
+                payload: Array(
+                    #"{"Time":"2018-02-15T17:37:10","ENERGY":{"Total":3.5,"Power":[10,"20"],"Current":[0.05,null],"Voltage":230}}"#
+                        .utf8))
+            try await publisher.publishAcknowledged(
+                "tele/\(topic)/STATE", payload: Array(#"{"POWER1":"OFF","POWER2":"ON"}"#.utf8))
+            let emoncms = TasmotaProtocol.topic(fullTopic: pattern, prefix: "tele", deviceTopic: otherTopic, suffix: "")
+            try await publisher.publishAcknowledged(
+                emoncms + "SENSOR", payload: Array(#"{"ENERGY":{"Power":"7","Total":0.5}}"#.utf8))
+            try await publisher.publishAcknowledged(
+                TasmotaProtocol.topic(fullTopic: pattern, prefix: "stat", deviceTopic: otherTopic, suffix: "POWER"),
+                payload: Array("ON".utf8))
+            try await Harness.waitUntil(timeout: 10, "three samples and state") {
+                try Harness.count(url, "SELECT count(*) FROM samples") == 3
+                    && Harness.scalar(url, "SELECT string_agg(reported_state, ',' ORDER BY code) FROM devices")
+                        == "off,on,on"
+            }
+            #expect(
+                try Harness.scalar(
+                    url,
+                    "SELECT s.power_watts, s.energy_wh FROM samples s JOIN devices d ON d.id = s.device_id WHERE code = 'tas-emon'"
+                )
+                    == "7|500")
+            #expect(
+                try Harness.scalar(
+                    url,
+                    """
+                    SELECT string_agg(d.code || ':' || s.power_watts || ':' || coalesce(s.current_amperes::text, '-')
+                        || ':' || s.voltage_volts || ':' || coalesce(s.energy_wh::text, '-'), ',' ORDER BY d.code)
+                    FROM samples s JOIN devices d ON d.id = s.device_id WHERE d.code <> 'tas-emon'
+                    """) == "tas-1:10:0.05:230:-,tas-2:20:-:230:-")
+            #expect(try Harness.scalar(url, "SELECT bool_and(online) FROM devices WHERE code <> 'tas-emon'") == "t")
+            _ = try Harness.scalar(url, "SELECT request_switch('tas-2', false, 'test')")
+            try await Harness.waitUntil(timeout: 10, "command confirmed") {
+                try Harness.scalar(url, "SELECT status FROM commands") == "confirmed"
+            }
+        }
+        #expect(device.received.value.contains("OFF"))
+        #expect(try Harness.scalar(url, "SELECT reported_state FROM devices WHERE code = 'tas-2'") == "off")
+        #expect(try Harness.count(url, "SELECT count(*) FROM commands") == 1)
+    }
+
+    @Test func discoveryFillsPendingDevicesAndApproveRegistersInOneStep() async throws {
+        let (url, configuration, _) = try Self.setup()
+        let topic = TestStack.uniqueName("tasmota_")
+        let mac = TestStack.uniqueName("A4CF")
+        let shellyID = TestStack.uniqueName("shellyplug-s-")
+        let discovery =
+            #"{"t":"\#(topic)","ft":"%prefix%/%topic%/","state":["OFF","ON","TOGGLE","HOLD"],"rl":[1,1,0,0],"md":"Sonoff Dual R2"}"#
+        try await Harness.withService(configuration) { _ in
+            let publisher = try Harness.publisher()
+            defer { publisher.stop() }
+            try await publisher.publishAcknowledged(
+                "tasmota/discovery/\(mac)/config", payload: Array(discovery.utf8), retain: true)
+            try await publisher.publishAcknowledged(
+                "shellies/announce", payload: Array(#"{"id":"\#(shellyID)","model":"SHPLG-S"}"#.utf8))
+            try await Harness.waitUntil(timeout: 10, "two pending devices") {
+                try Harness.count(url, "SELECT count(*) FROM pending_devices WHERE suggested_protocol IS NOT NULL") == 2
+            }
+            // Clear the retained discovery message again (the broker is shared by the tests).
+            try await publisher.publishAcknowledged("tasmota/discovery/\(mac)/config", payload: [], retain: true)
+        }
+        #expect(
+            try Harness.scalar(
+                url,
+                "SELECT suggested_protocol, suggested_topic, suggested_channels FROM pending_devices WHERE code = '\(topic)'"
+            )
+                == "tasmota|\(topic)|{1,2}")
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try DeviceStore(connection: connection).approve(topic)
+        try DeviceStore(connection: connection).approve(shellyID)
+        #expect(
+            try Harness.scalar(
+                url, "SELECT string_agg(code || ':' || protocol || ':' || channel, ',' ORDER BY code) FROM devices")
+                == "\(shellyID):shelly-gen1:0,\(topic):tasmota:1,\(topic)-2:tasmota:2")
+        #expect(try Harness.count(url, "SELECT count(*) FROM pending_devices") == 0)
+    }
+
+    @Test func shellyGen1PowerEnergyStateAndCommand() async throws {
+        let (url, configuration, add) = try Self.setup()
+        let id = TestStack.uniqueName("shellyplug-s-")
+        try add(.init(code: "plug-s", outletProtocol: .shellyGen1, protocolTopic: id))
+        let device = try ScriptedDevice(commandFilter: "shellies/\(id)/relay/0/command") { _, payload in
+            [("shellies/\(id)/relay/0", payload)]
+        }
+        defer { device.stop() }
+        try await Harness.withService(configuration) { _ in
+            let publisher = try Harness.publisher()
+            defer { publisher.stop() }
+            try await publisher.publishAcknowledged("shellies/\(id)/online", payload: Array("true".utf8))
+            try await publisher.publishAcknowledged("shellies/\(id)/relay/0", payload: Array("on".utf8))
+            try await publisher.publishAcknowledged("shellies/\(id)/relay/0/energy", payload: Array("600".utf8))
+            try await publisher.publishAcknowledged("shellies/\(id)/relay/0/power", payload: Array("20.58".utf8))
+            try await Harness.waitUntil(timeout: 10, "a sample and state") {
+                try Harness.count(url, "SELECT count(*) FROM samples") == 1
+                    && Harness.scalar(url, "SELECT reported_state, online FROM devices") == "on|t"
+            }
+            #expect(
+                try Harness.scalar(
+                    url,
+                    "SELECT power_watts, energy_wh, voltage_volts IS NULL, current_amperes IS NULL FROM samples")
+                    == "20.58|10|t|t")
+            _ = try Harness.scalar(url, "SELECT request_switch('plug-s', false, 'test')")
+            try await Harness.waitUntil(timeout: 10, "command confirmed") {
+                try Harness.scalar(url, "SELECT status FROM commands") == "confirmed"
+            }
+        }
+        #expect(device.received.value == ["off"])
+    }
+
+    @Test func shellyGen2StatusNotifyDeltasRpcCommandAndError() async throws {
+        let (url, configuration, add) = try Self.setup()
+        let prefix = TestStack.uniqueName("shellyplusplugs-")
+        try add(.init(code: "plus", outletProtocol: .shellyGen2, protocolTopic: prefix))
+        let replyTopic = "outletd/\(configuration.instanceID)/shelly/rpc"
+        let refuse = Locked(false)
+        let device = try ScriptedDevice(commandFilter: "\(prefix)/rpc") { _, payload in
+            guard case .object(let request)? = try? JSONParser.parse(Array(payload.utf8)),
+                let id = request["id"]?.numberValue(), case .string(let src)? = request["src"],
+                case .bool(let on)? = request["params"]?["on"]
+            else { return [] }
+            if refuse.value {
+                return [("\(src)/rpc", #"{"id":\#(Int(id)),"error":{"code":-103,"message":"Invalid argument"}}"#)]
+            }
+            return [
+                ("\(src)/rpc", #"{"id":\#(Int(id)),"src":"\#(prefix)","result":{"was_on":\#(!on)}}"#),
+                (
+                    "\(prefix)/events/rpc",
+                    #"{"src":"\#(prefix)","method":"NotifyStatus","params":{"ts":\#(Date().timeIntervalSince1970),"switch:0":{"id":0,"output":\#(on)}}}"#
+                ),
+            ]
+        }
+        defer { device.stop() }
+        #expect(replyTopic.hasSuffix("/shelly/rpc"))
+        try await Harness.withService(configuration) { _ in
+            let publisher = try Harness.publisher()
+            defer { publisher.stop() }
+            try await publisher.publishAcknowledged("\(prefix)/online", payload: Array("true".utf8))
+            let status =
+                #"{"id":0,"source":"switch","output":false,"apower":0,"voltage":238.215,"current":0,"aenergy":{"total":0.134,"by_minute":[0,0,0],"minute_ts":1632600459},"temperature":{"tC":49.5,"tF":121.1}}"#
+            try await publisher.publishAcknowledged("\(prefix)/status/switch:0", payload: Array(status.utf8))
+            try await Harness.waitUntil(timeout: 10, "first sample") {
+                try Harness.count(url, "SELECT count(*) FROM samples") == 1
+            }
+            // A delta with only apower, overlaid on the last status: voltage and energy are kept.
+            let ts = Date().timeIntervalSince1970
+            try await publisher.publishAcknowledged(
+                "\(prefix)/events/rpc",
+                payload: Array(
+                    #"{"src":"x","method":"NotifyStatus","params":{"ts":\#(ts),"switch:0":{"id":0,"apower":12.5}}}"#
+                        .utf8))
+            // The same values again on the status path: not stored twice.
+            let again =
+                #"{"id":0,"output":false,"apower":12.5,"voltage":238.215,"current":0,"aenergy":{"total":0.134}}"#
+            try await publisher.publishAcknowledged("\(prefix)/status/switch:0", payload: Array(again.utf8))
+            try await Harness.waitUntil(timeout: 10, "overlaid sample and state") {
+                try Harness.count(url, "SELECT count(*) FROM samples") == 2
+                    && Harness.scalar(url, "SELECT reported_state, online FROM devices") == "off|t"
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 2)
+            #expect(
+                try Harness.scalar(
+                    url, "SELECT power_watts, voltage_volts, energy_wh FROM samples ORDER BY measured_at DESC LIMIT 1")
+                    == "12.5|238.215|0.134")
+            _ = try Harness.scalar(url, "SELECT request_switch('plus', true, 'test')")
+            try await Harness.waitUntil(timeout: 10, "command confirmed") {
+                try Harness.scalar(url, "SELECT status FROM commands") == "confirmed"
+            }
+            refuse.value = true
+            _ = try Harness.scalar(url, "SELECT request_switch('plus', false, 'test')")
+            try await Harness.waitUntil(timeout: 10, "command rejected by the device") {
+                try Harness.scalar(url, "SELECT status FROM commands ORDER BY id DESC LIMIT 1") == "rejected"
+            }
+        }
+        #expect(
+            try Harness.scalar(url, "SELECT reason FROM commands ORDER BY id DESC LIMIT 1")
+                == "device error -103: Invalid argument")
+        #expect(try Harness.scalar(url, "SELECT reported_state FROM devices") == "on")
+    }
+}
