@@ -29,22 +29,24 @@ declare -a pids
 cleanup() {
     for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true; done
     scripts/stack stop "$dir" >/dev/null 2>&1 || true
-    rm -rf "$dir"
+    [ "${BENCH_KEEP:-0}" = 1 ] || rm -rf "$dir"
 }
 trap cleanup EXIT
 scripts/stack start "$dir" >/dev/null
 # shellcheck disable=SC1091
 . "$dir/env"
 base_url=$OUTLETD_DATABASE_URL
-export OUTLETD_LOGGING_LEVEL=notice OUTLETD_HTTP_LISTEN=
+export OUTLETD_LOGGING_LEVEL=info OUTLETD_HTTP_LISTEN=
 export OUTLETD_MQTT_SHARE_GROUP=bench OUTLETD_MQTT_RECEIVE_MAXIMUM=1000
 
 # CPU seconds (user + system) of a set of pids, from /proc.
 cpu_seconds() {
-    local ticks=0 pid
+    local ticks=0 pid t
     for pid in "$@"; do
-        [ -r "/proc/$pid/stat" ] || continue
-        ticks=$((ticks + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+        case $pid in '' | *[!0-9]*) continue ;; esac
+        # Fields after "pid (comm) ": utime and stime are the 12th and 13th.
+        t=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13; exit}')
+        ticks=$((ticks + ${t:-0}))
     done
     echo "$ticks"
 }
@@ -89,7 +91,7 @@ for round in $(seq 1 "$rounds"); do
             code="bench-$(printf '%04d' "$k")"
             awk -v n="$per_outlet" -v t="$now_ms" -v k="$k" 'BEGIN {
                 for (s = 0; s < n; s++)
-                    printf "{\"voltage\":230.%d,\"current\":0.5,\"power\":%d,\"ts\":%d,\"seq\":%d}\n", s % 10, (s * 7 + k) % 500, t + s * 100, s
+                    printf "{\"voltage\":230.%d,\"current\":0.5,\"power\":%d,\"ts\":%.0f,\"seq\":%d}\n", s % 10, (s * 7 + k) % 500, t + s * 100, s
             }' | mosquitto_pub -V mqttv5 -p "$OUTLETD_MQTT_PORT" -q 1 -t "$prefix/$code/telemetry" -l
         done
         publish_end=$(date +%s.%N)
@@ -102,7 +104,11 @@ for round in $(seq 1 "$rounds"); do
                 "$bin" run >"$dir/run-$round-$n-$i.log" 2>&1 &
             pids[i]=$!
         done
-        while [ "$(psql -X -A -t -q "$url" -c 'SELECT count(*) FROM samples')" -lt "$messages" ]; do sleep 0.1; done
+        deadline=$((SECONDS + 300))
+        while [ "$(psql -X -A -t -q "$url" -c 'SELECT count(*) FROM samples')" -lt "$messages" ]; do
+            [ "$SECONDS" -lt "$deadline" ] || { echo "not every reading stored after 300 s ($dir)" >&2; exit 1; }
+            sleep 0.1
+        done
         end=$(date +%s.%N)
         outletd_ticks=$(cpu_seconds "${pids[@]:1}")
         after_pg=$(cpu_seconds $(stack_pids))
