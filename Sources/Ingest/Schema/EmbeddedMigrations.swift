@@ -952,6 +952,12 @@ extension Migration {
             -- same day's partition could still miss it and fail with "relation … already exists" (SQLSTATE
             -- 42P07; the batch was retried). The check after the lock now reads pg_class with the statement's
             -- own snapshot, which sees every table committed before the lock was granted.
+            --
+            -- Its lock also took the key (1869903988, 1), which is the per-outlet rollup lock of device 1
+            -- (outletd_lock_devices). A writer creating (or, with a stale cache, checking) a partition then held
+            -- "device 1" from its first statement on, and could wait for another writer's uncommitted samples
+            -- while that writer waited for device 1's rollup lock: a deadlock (SQLSTATE 40P01), found by two
+            -- writers on the same outlets. Partition creators now lock (1869903989, 0), a key of their own.
             CREATE OR REPLACE FUNCTION outletd_ensure_sample_partitions(p_days integer[]) RETURNS integer
             LANGUAGE plpgsql AS $$
             DECLARE
@@ -965,7 +971,7 @@ extension Migration {
                     v_name := 'samples_p' || to_char(v_day, 'YYYYMMDD');
                     CONTINUE WHEN to_regclass(format('%I.%I', v_schema, v_name)) IS NOT NULL;
                     -- Serialises creators (writers and maintenance tasks of every instance).
-                    PERFORM pg_advisory_xact_lock(1869903988, 1);
+                    PERFORM pg_advisory_xact_lock(1869903989, 0);
                     CONTINUE WHEN EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                                           WHERE n.nspname = v_schema AND c.relname = v_name);
                     EXECUTE format(
