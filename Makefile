@@ -1,7 +1,7 @@
 # outletd — the two commands of README.md, and the pieces behind them.
 SWIFT ?= swift
 
-.PHONY: run test deps build sql lint format fuzz clean chaos chaos-short bench bench-soak
+.PHONY: run test deps build sql lint format fuzz clean chaos chaos-short bench bench-soak scale-test
 
 ## make run: install what is missing, start a throwaway mosquitto + PostgreSQL, outletd and
 ## simulated outlets, and show the per-outlet summary updating (Ctrl-C stops everything).
@@ -40,6 +40,11 @@ bench: deps
 
 bench-soak: deps
 	Benchmarks/throughput.sh --soak
+
+## make scale-test: 3 instances in one share group, 4 × kill -9 of one of them (about 2 minutes);
+## prints acknowledged/stored/lost/duplicated and compares totals and rollups with a recomputation.
+scale-test: deps
+	scripts/scale-test
 
 ## make lint: the one formatter (.swift-format: 4 spaces, 120 columns); make format fixes.
 lint:

@@ -245,6 +245,25 @@ public final class MQTTClient: Sendable {
         }
     }
 
+    /// Unsubscribes `filters` that a resumed persistent session may still hold from an earlier configuration
+    /// (e.g. a plain subscription that became a shared one): at once when connected, else on the next
+    /// connect. Filters among the current subscriptions are left alone; the broker ignores unknown ones.
+    public func forgetSubscriptions(_ filters: [String]) {
+        let (connected, toUnsubscribe): (Bool, Set<String>) = state.withLock { state in
+            let current = Set(state.subscriptions.map(\.filter))
+            let stale = Set(filters.filter(MQTTTopic.isValidFilter)).subtracting(current)
+            guard state.isConnected else {
+                state.pendingUnsubscribes.formUnion(stale)
+                return (false, [])
+            }
+            return (true, stale)
+        }
+        guard connected else { return }
+        for filter in toUnsubscribe {
+            _ = mosquitto_unsubscribe_v5(handle.pointer, nil, filter, nil)
+        }
+    }
+
     // MARK: Connection state
 
     /// Connection events (connected, failed attempts, disconnects) from now on. Every access returns a new

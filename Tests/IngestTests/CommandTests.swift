@@ -211,6 +211,7 @@ import Testing
         let setup = try Self.setup()
         var second = setup.configuration
         second.instanceID = TestStack.uniqueName("outletd-test-b-")
+        second.spool.directory = "\(try TestStack.shared().directory)/spool-\(second.instanceID)"
         let outlet = try SimulatedOutlet(code: "plug-1", prefix: setup.prefix)
         defer { outlet.stop() }
         let watcher = try ResultWatcher(prefix: setup.prefix)

@@ -249,6 +249,8 @@ final class OutletdProcess: Sendable {
         environment["OUTLETD_MQTT_URL"] = configuration.mqtt.url
         environment["OUTLETD_MQTT_TOPIC_PREFIX"] = configuration.mqtt.topicPrefix
         environment["OUTLETD_INSTANCE_ID"] = configuration.instanceID
+        environment["OUTLETD_MQTT_SHARE_GROUP"] = configuration.mqtt.shareGroup
+        environment["OUTLETD_COMMANDS_SHARE_GROUP"] = configuration.commands.shareGroup
         environment["OUTLETD_SPOOL_DIRECTORY"] = configuration.spool.directory
         environment["OUTLETD_SPOOL_SEGMENT_BYTES"] = String(configuration.spool.segmentBytes)
         environment["OUTLETD_SPOOL_MAX_BYTES"] = String(configuration.spool.maxBytes)

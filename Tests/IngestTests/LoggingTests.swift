@@ -67,6 +67,7 @@ import Testing
         var unreachable = configuration
         unreachable.database.url = "postgresql://postgres:s3cret-pg@127.0.0.1:1/outletd"
         unreachable.instanceID = TestStack.uniqueName("outletd-test-")
+        unreachable.spool.directory = "\(try TestStack.shared().directory)/spool-\(unreachable.instanceID)"
         let failing = try OutletdProcess.start(unreachable, extraEnvironment: verbose)
         try await Task.sleep(for: .seconds(3))
         failing.signal(SIGTERM)

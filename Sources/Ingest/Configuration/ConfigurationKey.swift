@@ -154,6 +154,9 @@ extension ConfigurationKey {
             "mqtt.url", \.mqtt.url, "mqtt://[user[:password]@]host[:port]",
             redact: { (try? MQTTConfiguration(url: $0, clientID: "outletd").redactedURL) ?? "(invalid URL)" }),
         .string("mqtt.topic_prefix", \.mqtt.topicPrefix, "first topic levels: <prefix>/<code>/telemetry"),
+        .string(
+            "mqtt.share_group", \.mqtt.shareGroup,
+            "shared-subscription group for <prefix>/+/telemetry (empty: plain subscription)", nonEmpty: false),
         .int(
             "mqtt.session_expiry_seconds", \.mqtt.sessionExpirySeconds, 0...4_294_967_295,
             "how long the broker keeps the session while outletd is away"),

@@ -184,6 +184,14 @@ public struct ConfigurationLoader: Sendable {
         require(
             TimeZone(identifier: configuration.rollups.timeZone) != nil, "rollups.time_zone",
             "unknown time zone \"\(configuration.rollups.timeZone)\" (expected an IANA name like Europe/Berlin)")
+        for (key, group) in [
+            ("mqtt.share_group", configuration.mqtt.shareGroup),
+            ("commands.share_group", configuration.commands.shareGroup),
+        ] {
+            require(
+                !group.contains(where: { "/+#".contains($0) }), key,
+                "a share group name cannot contain \"/\", \"+\" or \"#\" (MQTT v5 $share/<group>/<filter>)")
+        }
         let retention = configuration.retention
         require(
             retention.minuteRollupDays >= retention.rawDays + 2, "retention.minute_rollup_days",

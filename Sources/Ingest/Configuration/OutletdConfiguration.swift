@@ -38,6 +38,9 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var shellyGen2ReplyPrefix = ""
     }
 
+    /// The default of both share groups (`mqtt.share_group`, `commands.share_group`).
+    public static let defaultShareGroup = "outletd"
+
     /// PostgreSQL.
     public struct Database: Sendable, Equatable {
         /// A libpq connection string (`host=… dbname=…`) or URI (`postgresql://user:pass@host/db`).
@@ -54,6 +57,11 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var url = "mqtt://127.0.0.1:1883"
         /// First topic levels of the native protocol: `<prefix>/<code>/telemetry`.
         public var topicPrefix = "outlets"
+        /// MQTT v5 shared-subscription group of the telemetry subscription
+        /// (`$share/<group>/<prefix>/+/telemetry`): instances in one group split the readings between
+        /// them, each message going to one. Empty: a plain subscription, every instance gets every reading
+        /// (one instance only). Default `outletd`: a second instance can be added without a change.
+        public var shareGroup = OutletdConfiguration.defaultShareGroup
         /// How long the broker keeps this instance's session (and queues its messages) while it
         /// is away, seconds.
         public var sessionExpirySeconds = 86_400
@@ -81,7 +89,9 @@ public struct OutletdConfiguration: Sendable, Equatable {
 
     /// The durable spool between the MQTT callback and the writer (see ``Spool``).
     public struct SpoolSettings: Sendable, Equatable {
-        /// Directory of the segment files; one per instance.
+        /// Directory of the segment files; one per instance. The spool locks it (a second process
+        /// using it refuses to start) and records the `instance_id` that owns it (another instance
+        /// refuses it too).
         public var directory = "/var/lib/outletd/spool"
         /// When the segment files hold this much, intake waits (the broker queues), bytes.
         public var maxBytes = 1 << 30
@@ -169,7 +179,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var sweepIntervalMilliseconds = 200
         /// Shared-subscription group for `<prefix>/+/set`, so that with several instances one receives each
         /// request. Empty: a plain subscription (one instance only).
-        public var shareGroup = "outletd"
+        public var shareGroup = OutletdConfiguration.defaultShareGroup
         /// Set requests and state reports received, not yet handled, before intake waits.
         public var inboxMaxMessages = 10_000
     }

@@ -27,8 +27,11 @@ public final class IngestService: Service, Sendable {
         self.logger = logger
     }
 
-    /// The topic filters outletd subscribes to (all QoS 1). Set requests go through a shared subscription
-    /// (`$share/<group>/…`) so that with several instances each request reaches one of them.
+    /// The topic filters outletd subscribes to (all QoS 1). Telemetry goes through the shared subscription
+    /// `$share/<mqtt.share_group>/…` and set requests through `$share/<commands.share_group>/…`, so that with
+    /// several instances each message reaches one of them. State and availability reports stay plain
+    /// subscriptions: they are few, retained (a shared subscription receives no retained messages), and every
+    /// instance's command relay acts on them (the database decides which one's update counts).
     public var subscriptions: [String] {
         subscriptions(registeredFullTopics: [])
     }
@@ -36,13 +39,40 @@ public final class IngestService: Service, Sendable {
     /// The subscriptions, with the Tasmota FullTopics of registered outlets added (see docs/PROTOCOLS.md).
     public func subscriptions(registeredFullTopics: Set<String>) -> [String] {
         let prefix = configuration.mqtt.topicPrefix
-        let group = configuration.commands.shareGroup
+        let foreign = ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics).subscriptions
         return [
-            "\(prefix)/+/telemetry",
-            group.isEmpty ? "\(prefix)/+/set" : "$share/\(group)/\(prefix)/+/set",
+            Self.filter("\(prefix)/+/telemetry", shareGroup: configuration.mqtt.shareGroup),
+            Self.filter("\(prefix)/+/set", shareGroup: configuration.commands.shareGroup),
             "\(prefix)/+/state",
             "\(prefix)/+/availability",
-        ] + ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics).subscriptions
+        ]
+            + foreign.map {
+                // Readings of other protocols are shared like native telemetry: with several instances, a
+                // reading stamped with the receive time would otherwise be stored once per instance.
+                ProtocolRouter.carriesReadings($0) ? Self.filter($0, shareGroup: configuration.mqtt.shareGroup) : $0
+            }
+    }
+
+    /// Forms of the shared filters that a persistent session may still hold from another setting of the
+    /// share groups (plain, or the default group), unsubscribed on connect; otherwise the broker would
+    /// deliver those messages a second time through the stale subscription.
+    public var staleSubscriptions: [String] {
+        let prefix = configuration.mqtt.topicPrefix
+        let groups = [
+            ("\(prefix)/+/telemetry", configuration.mqtt.shareGroup),
+            ("\(prefix)/+/set", configuration.commands.shareGroup),
+        ]
+        return groups.flatMap { topic, group in
+            ["", OutletdConfiguration.defaultShareGroup].filter { $0 != group }.map {
+                Self.filter(topic, shareGroup: $0)
+            }
+        }
+    }
+
+    /// `topic` as a shared subscription of `shareGroup` (`$share/<group>/<topic>`), or plain when the group is
+    /// empty. Intake topics of other protocols go through this too.
+    public static func filter(_ topic: String, shareGroup: String) -> String {
+        shareGroup.isEmpty ? topic : "$share/\(shareGroup)/\(topic)"
     }
 
     /// `outletd/<instance>/status`: `online` while connected, `offline` (the will) otherwise.
@@ -75,8 +105,10 @@ public final class IngestService: Service, Sendable {
             reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds, logger: logger)
         maintenance.start()
 
-        let spool = try await Blocking.run("outletd-spool-open") {
-            try Spool.open(configuration.spool.settings, logger: logger)
+        var spoolSettings = configuration.spool.settings
+        spoolSettings.owner = configuration.instanceID
+        let spool = try await Blocking.run("outletd-spool-open") { [spoolSettings] in
+            try Spool.open(spoolSettings, logger: logger)
         }
         metrics.observe(spool)
         let writer = BatchWriter(
@@ -105,6 +137,7 @@ public final class IngestService: Service, Sendable {
             ownBackendPID: { relay.backendPID }, logger: logger)
         commandListener.start()
         client.setSubscriptions(subscriptions.map { (filter: $0, qos: 1) })
+        client.forgetSubscriptions(staleSubscriptions)
         let statusTopic = self.statusTopic
         let notifier = SystemdNotifier()
         // Taken before the client starts, so that no event (the first `connected`) is missed.

@@ -80,6 +80,14 @@ public struct ProtocolRouter: Sendable {
         return filters.filter { seen.insert($0).inserted }
     }
 
+    /// Whether a subscription filter carries readings (Tasmota `SENSOR`, Shelly Gen1 `relay/+/power` and
+    /// `relay/+/energy`, Shelly Gen2 `status/…` and `events/rpc`): these join the telemetry share group.
+    /// State, availability, discovery and RPC replies stay plain (retained, or needed by every instance).
+    public static func carriesReadings(_ filter: String) -> Bool {
+        filter.hasSuffix("/SENSOR") || filter.hasSuffix("/relay/+/power") || filter.hasSuffix("/relay/+/energy")
+            || filter.hasSuffix("/status/+") || filter.hasSuffix("/events/rpc")
+    }
+
     /// Whether `topic` came in through one of the foreign subscriptions without being a topic outletd reads
     /// (`stat/<t>/STATUS`, a Gen2 `status/sys`…): such messages are dropped, not rejected as invalid topics.
     public func isUnreadForeignTopic(_ topic: String) -> Bool {

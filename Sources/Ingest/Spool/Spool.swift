@@ -43,16 +43,20 @@ public final class Spool: @unchecked Sendable {
         public var segmentBytes: Int64
         public var fsync: FsyncPolicy
         public var fsyncIntervalMilliseconds: Int
+        /// The `instance_id` that owns the directory (recorded in `spool.instance` at first open); a spool
+        /// recorded for another instance is refused. Empty: not checked.
+        public var owner: String
 
         public init(
             directory: String, maxBytes: Int64 = 1 << 30, segmentBytes: Int64 = 64 << 20, fsync: FsyncPolicy = .never,
-            fsyncIntervalMilliseconds: Int = 1_000
+            fsyncIntervalMilliseconds: Int = 1_000, owner: String = ""
         ) {
             self.directory = directory
             self.maxBytes = maxBytes
             self.segmentBytes = segmentBytes
             self.fsync = fsync
             self.fsyncIntervalMilliseconds = fsyncIntervalMilliseconds
+            self.owner = owner
         }
     }
 
@@ -78,6 +82,10 @@ public final class Spool: @unchecked Sendable {
     /// This spool's identity (`spool.id`); checkpoints of other spools are ignored.
     public let identity: String
     private let logger: Logger
+    /// `spool.lock`, write-locked (`fcntl`) for as long as this object lives: another process opening the same
+    /// directory fails. (POSIX record locks belong to the process: a second open in the same process, as the
+    /// tests do to simulate a crash, is not refused.)
+    private let directoryLock: SpoolFile
 
     private let appendLock = NSLock()
     private var activeFile: SpoolFile
@@ -98,6 +106,8 @@ public final class Spool: @unchecked Sendable {
     private var closed = false
 
     static let identityFile = "spool.id"
+    static let lockFile = "spool.lock"
+    static let ownerFile = "spool.instance"
     static let segmentSuffix = ".seg"
     static let readChunkBytes = 1 << 20
 
@@ -113,6 +123,8 @@ public final class Spool: @unchecked Sendable {
         } catch {
             throw SpoolError.system("create directory \(directory)", EACCES)
         }
+        let directoryLock = try lock(directory: directory)
+        try claim(directory: directory, for: settings.owner)
         var found: [Segment] = []
         for id in try segmentIDs(in: directory) {
             found.append(try verify(segment: id, directory: directory, logger: logger))
@@ -133,7 +145,8 @@ public final class Spool: @unchecked Sendable {
         try SpoolFile.syncDirectory(directory)
         found.append(Segment(id: activeID, size: 0, records: 0))
         let spool = Spool(
-            settings: settings, identity: identity ?? "", logger: logger, segments: found, activeFile: active)
+            settings: settings, identity: identity ?? "", logger: logger, segments: found, activeFile: active,
+            directoryLock: directoryLock)
         if found.count > 1 {
             logger.info(
                 "spool opened",
@@ -146,8 +159,12 @@ public final class Spool: @unchecked Sendable {
         return spool
     }
 
-    private init(settings: Settings, identity: String, logger: Logger, segments: [Segment], activeFile: SpoolFile) {
+    private init(
+        settings: Settings, identity: String, logger: Logger, segments: [Segment], activeFile: SpoolFile,
+        directoryLock: SpoolFile
+    ) {
         self.settings = settings
+        self.directoryLock = directoryLock
         self.identity = identity
         self.logger = logger
         self.segments = segments
@@ -498,6 +515,47 @@ public final class Spool: @unchecked Sendable {
     }
 
     // MARK: files
+
+    /// Write-locks `spool.lock` in `directory`, or throws ``SpoolError/Code/inUse`` when another process holds it.
+    private static func lock(directory: String) throws(SpoolError) -> SpoolFile {
+        let file = try SpoolFile(path: "\(directory)/\(lockFile)", flags: O_RDWR | O_CREAT)
+        var request = flock()
+        request.l_type = Int16(F_WRLCK)
+        request.l_whence = Int16(SEEK_SET)
+        guard fcntl(file.descriptor, F_SETLK, &request) == 0 else {
+            let errorNumber = errno
+            if errorNumber == EAGAIN || errorNumber == EACCES {
+                var holder = flock()
+                holder.l_type = Int16(F_WRLCK)
+                let pid = fcntl(file.descriptor, F_GETLK, &holder) == 0 ? " by process \(holder.l_pid)" : ""
+                throw SpoolError(
+                    .inUse, "\(directory) is in use\(pid); every instance needs a spool.directory of its own")
+            }
+            throw SpoolError.system("lock \(file.path)", errorNumber)
+        }
+        return file
+    }
+
+    /// Records `owner` in `spool.instance` the first time, and refuses a directory recorded for another instance:
+    /// its records and checkpoint belong to that instance's session.
+    private static func claim(directory: String, for owner: String) throws(SpoolError) {
+        guard !owner.isEmpty else { return }
+        let path = "\(directory)/\(ownerFile)"
+        let recorded = (try? String(contentsOfFile: path, encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        if let recorded, !recorded.isEmpty {
+            guard recorded == owner else {
+                throw SpoolError(
+                    .inUse,
+                    "\(directory) belongs to instance \"\(recorded)\" (\(ownerFile)), not \"\(owner)\"; "
+                        + "every instance needs a spool.directory of its own")
+            }
+            return
+        }
+        let file = try SpoolFile(path: path, flags: O_WRONLY | O_CREAT | O_TRUNC)
+        try file.write(Array((owner + "\n").utf8), at: 0)
+        try file.sync()
+    }
 
     static func path(_ id: UInt64, in directory: String) -> String {
         let digits = String(id)

@@ -13,6 +13,8 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
         public static let noSpace = Code(name: "noSpace")
         /// The settings cannot work (e.g. `max_bytes` under two segments).
         public static let invalidSettings = Code(name: "invalidSettings")
+        /// The directory is locked by another process, or belongs to another instance.
+        public static let inUse = Code(name: "inUse")
         public var description: String { name }
     }
 
