@@ -14,8 +14,8 @@ public final class CommandListener: Sendable {
     private let reconnectDelayMax: Double
     private let ownBackendPID: @Sendable () -> Int32
     private let logger: Logger
-    private let stopFlag = StopFlag()
-    private let completion = ThreadCompletion()
+    private let worker = WorkerThread(name: "outletd-command-listener")
+    private var stopFlag: StopFlag { worker.stopFlag }
 
     public init(
         inbox: CommandInbox, connectionString: String, reconnectDelayMax: Double,
@@ -30,18 +30,12 @@ public final class CommandListener: Sendable {
 
     /// Starts the thread.
     public func start() {
-        let thread = Thread { [self] in
-            self.loop()
-            self.completion.markFinished()
-        }
-        thread.name = "outletd-command-listener"
-        thread.start()
+        worker.start { [self] in self.loop() }
     }
 
     /// Asks the thread to stop and waits for it.
     public func stop() async {
-        stopFlag.set()
-        await completion.wait()
+        await worker.stop()
     }
 
     private func loop() {

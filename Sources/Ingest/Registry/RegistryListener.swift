@@ -16,8 +16,8 @@ public final class RegistryListener: Sendable {
     private let reconnectDelayMax: Double
     private let logger: Logger
     private let metrics: IngestMetrics?
-    private let stopFlag = StopFlag()
-    private let completion = ThreadCompletion()
+    private let worker = WorkerThread(name: "outletd-registry")
+    private var stopFlag: StopFlag { worker.stopFlag }
 
     public init(
         registry: DeviceRegistry, connectionString: String, refreshInterval: Double, reconnectDelayMax: Double,
@@ -33,18 +33,12 @@ public final class RegistryListener: Sendable {
 
     /// Starts the thread.
     public func start() {
-        let thread = Thread { [self] in
-            self.loop()
-            self.completion.markFinished()
-        }
-        thread.name = "outletd-registry"
-        thread.start()
+        worker.start { [self] in self.loop() }
     }
 
     /// Asks the thread to stop and waits for it.
     public func stop() async {
-        stopFlag.set()
-        await completion.wait()
+        await worker.stop()
     }
 
     private func loop() {

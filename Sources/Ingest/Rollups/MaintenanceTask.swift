@@ -12,8 +12,8 @@ public final class MaintenanceTask: Sendable {
     private let retention: OutletdConfiguration.RetentionSettings
     private let reconnectDelayMax: Double
     private let logger: Logger
-    private let stopFlag = StopFlag()
-    private let completion = ThreadCompletion()
+    private let worker = WorkerThread(name: "outletd-maintenance")
+    private var stopFlag: StopFlag { worker.stopFlag }
 
     public init(
         connectionString: String, retention: OutletdConfiguration.RetentionSettings, reconnectDelayMax: Double,
@@ -27,18 +27,12 @@ public final class MaintenanceTask: Sendable {
 
     /// Starts the thread.
     public func start() {
-        let thread = Thread { [self] in
-            self.loop()
-            self.completion.markFinished()
-        }
-        thread.name = "outletd-maintenance"
-        thread.start()
+        worker.start { [self] in self.loop() }
     }
 
     /// Asks the thread to stop and waits for it (a pass under way finishes first).
     public func stop() async {
-        stopFlag.set()
-        await completion.wait()
+        await worker.stop()
     }
 
     private func loop() {

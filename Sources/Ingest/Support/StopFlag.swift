@@ -71,3 +71,34 @@ public final class ThreadCompletion: @unchecked Sendable {
         }
     }
 }
+
+/// A named thread that runs a loop until asked to stop, and that async code can wait for: the
+/// start/stop of every background worker with a connection of its own (registry listener, command
+/// listener, maintenance).
+public final class WorkerThread: Sendable {
+    /// Set by ``stop()``; the loop polls it (and sleeps on it).
+    public let stopFlag = StopFlag()
+    private let completion = ThreadCompletion()
+    private let name: String
+
+    public init(name: String) {
+        self.name = name
+    }
+
+    /// Starts the thread running `loop`.
+    public func start(_ loop: @escaping @Sendable () -> Void) {
+        let completion = self.completion
+        let thread = Thread {
+            loop()
+            completion.markFinished()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Asks the loop to stop and waits until it has returned.
+    public func stop() async {
+        stopFlag.set()
+        await completion.wait()
+    }
+}
