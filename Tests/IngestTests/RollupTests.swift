@@ -48,8 +48,24 @@ import Testing
 
     // MARK: - The property: incremental = from scratch
 
-    @Test(arguments: [UInt64(1), 2, 3])
-    func incrementalRollupsEqualAFromScratchComputation(seed: UInt64) throws {
+    /// How the readings reach the write path.
+    enum Arrival: String, CustomTestStringConvertible {
+        /// All shuffled: nearly every batch holds late readings (the recomputing path).
+        case shuffled
+        /// In time order with one reading in 200 arriving late, a few hundred readings after its
+        /// time: most batches merge from the outlets' tails, some recompute.
+        case mostlyInOrder
+        /// In time order, replays included: every batch merges from the tails, except for outlets
+        /// with a replayed reading.
+        case inOrder
+        var testDescription: String { rawValue }
+    }
+
+    @Test(
+        arguments: zip(
+            [UInt64(1), 2, 3, 4, 5, 6, 7],
+            [Arrival.shuffled, .shuffled, .shuffled, .mostlyInOrder, .mostlyInOrder, .mostlyInOrder, .inOrder]))
+    func incrementalRollupsEqualAFromScratchComputation(seed: UInt64, arrival: Arrival) throws {
         let (url, connection, ids) = try setUp(["p-1", "p-2", "p-3"], timeZone: "Europe/Berlin", maxGapSeconds: 120)
         defer { connection.close() }
         var random = SplitMix64(seed: seed)
@@ -84,8 +100,19 @@ import Testing
             copy.reading.powerWatts += 1_000
             fed.append(copy)
         }
-        // Out of order: shuffled, then fed in batches of random sizes.
-        fed.shuffle(using: &random)
+        // Out of order, then fed in batches of random sizes.
+        switch arrival {
+        case .shuffled:
+            fed.shuffle(using: &random)
+        case .mostlyInOrder:
+            fed.sort { $0.reading.measuredAt < $1.reading.measuredAt }
+            for index in stride(from: fed.count - 1, through: 0, by: -1) where random.next() % 200 == 0 {
+                let late = fed.remove(at: index)
+                fed.insert(late, at: min(fed.count, index + 1 + Int(random.next() % 400)))
+            }
+        case .inOrder:
+            fed.sort { $0.reading.measuredAt < $1.reading.measuredAt }
+        }
         var position = 0
         let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3)
         var inserted = 0
@@ -105,6 +132,7 @@ import Testing
 
         try expectRollupsMatchFromScratch(url, timeZone: "Europe/Berlin", maxGapSeconds: 120)
         #expect(try Harness.count(url, "SELECT count(DISTINCT day) FROM power_rollups_daily") == 2)
+        try expectTailsAreNewestSamples(url)
 
         // Damage the rollups, then rebuild them: the rebuild gives what the incremental path gave.
         let before = try Harness.scalar(url, Self.rollupFingerprintSQL)
@@ -116,6 +144,21 @@ import Testing
         for target in targets { try rollups.rebuild(target, chunkSeconds: 3_600) }
         try expectRollupsMatchFromScratch(url, timeZone: "Europe/Berlin", maxGapSeconds: 120)
         #expect(try Harness.scalar(url, Self.rollupFingerprintSQL) == before)
+        try expectTailsAreNewestSamples(url)
+    }
+
+    /// Each outlet's rollup tail is its newest raw sample (time, power and counter).
+    func expectTailsAreNewestSamples(_ url: String) throws {
+        let mismatches = try Harness.count(
+            url,
+            """
+            SELECT count(*) FROM (SELECT DISTINCT ON (device_id) device_id, measured_at, power_watts, energy_wh
+                                  FROM samples ORDER BY device_id, measured_at DESC) s
+            FULL JOIN rollup_tails t USING (device_id)
+            WHERE s.measured_at IS DISTINCT FROM t.measured_at OR s.power_watts IS DISTINCT FROM t.power_watts
+               OR s.energy_wh IS DISTINCT FROM t.energy_wh
+            """)
+        #expect(mismatches == 0, "outlets whose rollup tail is not their newest sample: \(mismatches)")
     }
 
     /// Counts, extremes and times exactly; sums rounded to 6 significant digits.
@@ -313,6 +356,35 @@ import Testing
         #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_minute") == 3)
     }
 
+    @Test func aTailGoesWithItsPartitionAndWithItsOutlet() throws {
+        let (url, connection, ids) = try setUp(["silent", "recent"])
+        defer { connection.close() }
+        let now = RFC3339.date(from: "2026-06-30T12:00:00Z") ?? Date()
+        // Counter 10 Wh: "silent" 31 days ago (its partition goes), "recent" 29 days ago (stays).
+        try write(
+            [
+                sample(ids[0], now.addingTimeInterval(-31 * 86_400), power: 50, energy: 10),
+                sample(ids[1], now.addingTimeInterval(-29 * 86_400), power: 50, energy: 10),
+            ], connection)
+        var retention = OutletdConfiguration.RetentionSettings()
+        retention.rawDays = 30
+        retention.minuteRollupDays = 35
+        _ = try RollupStore(connection: connection).maintain(retention, now: now)
+        #expect(try Harness.count(url, "SELECT count(*) FROM rollup_tails") == 1)
+        // Now both report 30 Wh: only "recent" still has the sample the counter difference starts at.
+        try write(
+            [sample(ids[0], now, power: 50, energy: 30), sample(ids[1], now, power: 50, energy: 30)], connection)
+        #expect(
+            try Harness.scalar(
+                url,
+                "SELECT string_agg(device_id || ':' || energy_wh, ' ' ORDER BY device_id) FROM power_rollups_daily WHERE energy_wh > 0"
+            ) == "\(ids[1]):20")
+        try expectTailsAreNewestSamples(url)
+        // An outlet removed from the registry takes its tail with it.
+        _ = try DeviceStore(connection: connection).remove("recent")
+        #expect(try Harness.count(url, "SELECT count(*) FROM rollup_tails WHERE device_id = \(ids[1])") == 0)
+    }
+
     @Test func migrationKeepsExistingSamplesAndComputesTheirRollups() throws {
         let url = try TestStack.shared().createDatabase()
         let connection = try PostgresConnection(connectionString: url)
@@ -330,6 +402,7 @@ import Testing
         #expect(
             try Harness.scalar(url, "SELECT round(sum(energy_wh)::numeric, 6) FROM power_rollups_daily") == "100.000000"
         )
+        try expectTailsAreNewestSamples(url)
     }
 
     // MARK: - Views and stats

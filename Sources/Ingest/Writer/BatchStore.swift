@@ -7,8 +7,8 @@ import Telemetry
 /// Samples are COPYed into a session-local staging table and moved with
 /// `INSERT … ON CONFLICT DO NOTHING RETURNING`, and the running totals are updated from the rows
 /// that statement really inserted — so replaying or repeating a message never counts twice.
-/// The power rollups (minute, hour, day) are then recomputed, in the same transaction, for the buckets
-/// those rows touched (see docs/ROLLUPS.md). The daily partitions of `samples` that the batch needs
+/// The power rollups (minute, hour, day) are then brought up to date, in the same transaction, from
+/// those rows (`BatchStore+Rollups.swift`, docs/ROLLUPS.md). The daily partitions of `samples` that the batch needs
 /// are created first when missing. Rejections are counted by reason, a bounded sample of them
 /// stored, unknown codes upserted into `pending_devices` (bounded too).
 public struct BatchStore: Sendable {
@@ -50,20 +50,59 @@ public struct BatchStore: Sendable {
             """)
         try connection.execute(
             """
-            CREATE TEMPORARY TABLE IF NOT EXISTS outletd_inserted_samples (
-                device_id    integer NOT NULL,
-                measured_at  timestamptz NOT NULL
+            CREATE TEMPORARY TABLE IF NOT EXISTS outletd_inserted_devices (
+                device_id          integer NOT NULL,
+                sample_count       bigint NOT NULL,
+                first_measured_at  timestamptz NOT NULL
+            ) ON COMMIT DELETE ROWS
+            """)
+        try connection.execute(
+            """
+            CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_chains (
+                device_id         integer NOT NULL,
+                sample_count      bigint NOT NULL,
+                first_us          bigint NOT NULL,
+                first_power_watts double precision NOT NULL,
+                first_energy_wh   double precision,
+                last_us           bigint NOT NULL,
+                last_power_watts  double precision NOT NULL,
+                last_energy_wh    double precision
+            ) ON COMMIT DELETE ROWS
+            """)
+        try connection.execute(
+            """
+            CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_minutes (
+                device_id                    integer NOT NULL,
+                bucket_us                    bigint NOT NULL,
+                sample_count                 bigint NOT NULL,
+                power_sum_watts              double precision NOT NULL,
+                power_integral_watt_seconds  double precision NOT NULL,
+                covered_seconds              double precision NOT NULL,
+                energy_wh                    double precision NOT NULL,
+                min_power_watts              double precision NOT NULL,
+                peak_power_watts             double precision NOT NULL,
+                peak_us                      bigint NOT NULL,
+                min_voltage_volts            double precision,
+                max_voltage_volts            double precision,
+                last_power_watts             double precision NOT NULL,
+                last_us                      bigint NOT NULL
             ) ON COMMIT DELETE ROWS
             """)
         try connection.prepare(name: Statement.ensurePartitions, sql: Self.ensurePartitionsSQL)
         try connection.prepare(name: Statement.moveSamples, sql: Self.moveSamplesSQL)
-        try connection.prepare(name: Statement.updateRollups, sql: Self.updateRollupsSQL)
+        try connection.prepare(name: Statement.lockInserted, sql: Self.lockInsertedSQL)
+        try connection.prepare(name: Statement.mergeRollups, sql: Self.mergeRollupsSQL)
+        try connection.prepare(name: Statement.recomputeRollups, sql: Self.recomputeRollupsSQL)
+        try connection.prepare(name: Statement.refreshTails, sql: Self.refreshTailsSQL)
     }
 
     enum Statement {
         static let ensurePartitions = "outletd_ensure_partitions"
         static let moveSamples = "outletd_move_samples"
-        static let updateRollups = "outletd_update_rollups"
+        static let lockInserted = "outletd_lock_inserted"
+        static let mergeRollups = "outletd_merge_rollups"
+        static let recomputeRollups = "outletd_recompute_rollups"
+        static let refreshTails = "outletd_refresh_tails"
     }
 
     /// Writes the batch in one transaction, with `checkpoint` (the spool position just after the
@@ -84,7 +123,7 @@ public struct BatchStore: Sendable {
                 let moved = try connection.executePrepared(name: Statement.moveSamples)
                 inserted = try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
                 if inserted > 0 && maintainsRollups {
-                    try connection.executePrepared(name: Statement.updateRollups)
+                    try updateRollups(batch, maxGapSeconds: try moved.double(row: 0, column: 1) ?? 0, connection)
                 }
             }
             if !batch.rejectionCounts.isEmpty {
@@ -144,14 +183,6 @@ public struct BatchStore: Sendable {
     /// Creates the missing daily partitions of `samples` for the days in `$1`.
     static let ensurePartitionsSQL = "SELECT outletd_ensure_sample_partitions($1::integer[])"
 
-    /// Recomputes the rollup buckets touched by the rows the move statement inserted (noted in
-    /// `outletd_inserted_samples`): their minutes, the minutes of the samples before them, and the
-    /// hours and days around those.
-    static let updateRollupsSQL = """
-        SELECT outletd_rollups_after_insert(array_agg(device_id), array_agg(measured_at))
-        FROM outletd_inserted_samples
-        """
-
     static func encodeSamples(_ samples: [DeviceSample]) -> [UInt8] {
         var encoder = CopyTextEncoder(reservingCapacity: samples.count * 120)
         for sample in samples {
@@ -176,8 +207,9 @@ public struct BatchStore: Sendable {
     }
 
     /// Moves staged samples into `samples`, skipping ones already there, adds the rows it really
-    /// inserted to `device_power_totals` and notes them in `outletd_inserted_samples` for the
-    /// rollups. Returns the number inserted.
+    /// inserted to `device_power_totals` and notes, per outlet, how many it inserted in
+    /// `outletd_inserted_devices` for the rollups. Returns the number inserted and the rollups'
+    /// maximum gap (which the writer's rollup deltas need).
     static let moveSamplesSQL = """
         WITH inserted AS (
             INSERT INTO samples (device_id, measured_at, received_at, device_time, voltage_volts, current_amperes,
@@ -219,10 +251,10 @@ public struct BatchStore: Sendable {
                 first_measured_at = LEAST(t.first_measured_at, excluded.first_measured_at),
                 last_measured_at = GREATEST(t.last_measured_at, excluded.last_measured_at)
         ), noted AS (
-            INSERT INTO outletd_inserted_samples (device_id, measured_at)
-            SELECT device_id, measured_at FROM inserted
+            INSERT INTO outletd_inserted_devices (device_id, sample_count, first_measured_at)
+            SELECT device_id, sample_count, first_measured_at FROM per_device
         )
-        SELECT count(*) FROM inserted
+        SELECT (SELECT count(*) FROM inserted), (SELECT max_gap_seconds FROM rollup_settings)
         """
 
     private func writeRejections(_ batch: Batch, _ connection: PostgresConnection) throws {

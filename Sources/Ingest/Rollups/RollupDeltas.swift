@@ -1,0 +1,201 @@
+/// What a batch's samples add to their outlets' minute rollups, computed by the writer before
+/// PostgreSQL merges it (docs/ROLLUPS.md, "How the write path maintains them").
+///
+/// For each outlet, its samples in the batch, in time order, form a chain: every sample adds itself
+/// to its minute, and every segment between two consecutive samples adds its integral, covered
+/// seconds and energy to the minute of the sample it starts at — the same definitions as the SQL
+/// (`outletd_minute_rollups`), with the same arithmetic. What the batch cannot know, PostgreSQL
+/// adds when it merges: the segment from the outlet's stored tail to the chain's first sample, and
+/// whether every sample of the chain was really inserted (a chain with a replayed reading, or one
+/// starting before the tail, is recomputed from the raw samples instead).
+struct RollupDeltas: Equatable {
+    /// One outlet's samples in the batch: how many, and the first and last of them.
+    struct Chain: Equatable {
+        var deviceID: Int32
+        var sampleCount: Int
+        var first: Point
+        var last: Point
+    }
+
+    /// A sample's time (microseconds since the Unix epoch), power and energy counter.
+    struct Point: Equatable {
+        var micros: Int64
+        var powerWatts: Double
+        var energyWattHours: Double?
+    }
+
+    /// One outlet-minute's share of the batch, in the measures of `power_rollups_minute`.
+    struct Minute: Equatable {
+        var deviceID: Int32
+        var bucketMicros: Int64
+        var sampleCount = 0
+        var powerSumWatts = 0.0
+        var powerIntegralWattSeconds = 0.0
+        var coveredSeconds = 0.0
+        var energyWattHours = 0.0
+        var minPowerWatts = Double.infinity
+        var peakPowerWatts = -Double.infinity
+        var peakMicros: Int64 = 0
+        var minVoltageVolts: Double?
+        var maxVoltageVolts: Double?
+        var lastPowerWatts = 0.0
+        var lastMicros: Int64 = 0
+    }
+
+    /// Outlets whose samples in the batch could be summarised (no two different ones at one time).
+    var chains: [Chain] = []
+    /// Their minutes, by outlet and time.
+    var minutes: [Minute] = []
+
+    static let microsPerMinute: Int64 = 60_000_000
+
+    /// `maxGapSeconds` is `rollup_settings.max_gap_seconds`: longer segments add no integral.
+    init(_ samples: [DeviceSample], maxGapSeconds: Double) {
+        var byDevice: [Int32: [Int]] = [:]
+        for (index, sample) in samples.enumerated() { byDevice[sample.deviceID, default: []].append(index) }
+        var points: [(micros: Int64, sample: DeviceSample)] = []
+        for deviceID in byDevice.keys.sorted() {
+            points.removeAll(keepingCapacity: true)
+            for index in byDevice[deviceID] ?? [] {
+                points.append((CopyTextEncoder.microseconds(samples[index].reading.measuredAt), samples[index]))
+            }
+            points.sort { $0.micros < $1.micros }
+            // Two samples at one time are one row. When they agree on what the rollups read (a
+            // replayed message) either may be the one stored; when they differ, which one the insert
+            // keeps is not known here.
+            guard Self.dropRepeats(&points) else { continue }
+            var minute = Minute(deviceID: deviceID, bucketMicros: Self.minuteStart(points[0].micros))
+            for (position, point) in points.enumerated() {
+                let bucket = Self.minuteStart(point.micros)
+                if bucket != minute.bucketMicros {
+                    minutes.append(minute)
+                    minute = Minute(deviceID: deviceID, bucketMicros: bucket)
+                }
+                let reading = point.sample.reading
+                minute.add(micros: point.micros, power: reading.powerWatts, voltage: reading.voltageVolts)
+                if position + 1 < points.count {
+                    let next = points[position + 1]
+                    minute.addSegment(
+                        from: (point.micros, reading.powerWatts, reading.energyWattHours),
+                        to: (next.micros, next.sample.reading.powerWatts, next.sample.reading.energyWattHours),
+                        maxGapSeconds: maxGapSeconds)
+                }
+            }
+            minutes.append(minute)
+            let first = points[0]
+            let last = points[points.count - 1]
+            chains.append(
+                Chain(
+                    deviceID: deviceID, sampleCount: points.count,
+                    first: Point(
+                        micros: first.micros, powerWatts: first.sample.reading.powerWatts,
+                        energyWattHours: first.sample.reading.energyWattHours),
+                    last: Point(
+                        micros: last.micros, powerWatts: last.sample.reading.powerWatts,
+                        energyWattHours: last.sample.reading.energyWattHours)))
+        }
+    }
+
+    /// Removes samples at the time of the one before them when they carry the same power, voltage
+    /// and counter; false when two samples at one time differ in any of those.
+    static func dropRepeats(_ points: inout [(micros: Int64, sample: DeviceSample)]) -> Bool {
+        var kept = 0
+        for index in points.indices {
+            if kept > 0 && points[kept - 1].micros == points[index].micros {
+                let (a, b) = (points[kept - 1].sample.reading, points[index].sample.reading)
+                guard a.powerWatts == b.powerWatts, a.voltageVolts == b.voltageVolts,
+                    a.energyWattHours == b.energyWattHours
+                else { return false }
+                continue
+            }
+            points[kept] = points[index]
+            kept += 1
+        }
+        points.removeLast(points.count - kept)
+        return true
+    }
+
+    /// The start of the UTC minute holding `micros`.
+    static func minuteStart(_ micros: Int64) -> Int64 {
+        let remainder = micros % microsPerMinute
+        return micros - (remainder < 0 ? remainder + microsPerMinute : remainder)
+    }
+
+    /// The chains as `COPY` rows of `outletd_staging_chains`.
+    func encodedChains() -> [UInt8] {
+        var encoder = CopyTextEncoder(reservingCapacity: chains.count * 100)
+        for chain in chains {
+            encoder.int(chain.deviceID)
+            encoder.int(chain.sampleCount)
+            for point in [chain.first, chain.last] {
+                encoder.int(point.micros)
+                encoder.double(point.powerWatts)
+                encoder.double(point.energyWattHours)
+            }
+            encoder.endRow()
+        }
+        return encoder.bytes
+    }
+
+    /// The minutes as `COPY` rows of `outletd_staging_minutes`.
+    func encodedMinutes() -> [UInt8] {
+        var encoder = CopyTextEncoder(reservingCapacity: minutes.count * 200)
+        for minute in minutes {
+            encoder.int(minute.deviceID)
+            encoder.int(minute.bucketMicros)
+            encoder.int(minute.sampleCount)
+            encoder.double(minute.powerSumWatts)
+            encoder.double(minute.powerIntegralWattSeconds)
+            encoder.double(minute.coveredSeconds)
+            encoder.double(minute.energyWattHours)
+            encoder.double(minute.minPowerWatts)
+            encoder.double(minute.peakPowerWatts)
+            encoder.int(minute.peakMicros)
+            encoder.double(minute.minVoltageVolts)
+            encoder.double(minute.maxVoltageVolts)
+            encoder.double(minute.lastPowerWatts)
+            encoder.int(minute.lastMicros)
+            encoder.endRow()
+        }
+        return encoder.bytes
+    }
+}
+
+extension RollupDeltas.Minute {
+    /// Adds a sample; samples come in time order, so the earliest of equal peaks stays.
+    mutating func add(micros: Int64, power: Double, voltage: Double?) {
+        sampleCount += 1
+        powerSumWatts += power
+        minPowerWatts = Swift.min(minPowerWatts, power)
+        if power > peakPowerWatts {
+            peakPowerWatts = power
+            peakMicros = micros
+        }
+        if let voltage {
+            minVoltageVolts = Swift.min(minVoltageVolts ?? voltage, voltage)
+            maxVoltageVolts = Swift.max(maxVoltageVolts ?? voltage, voltage)
+        }
+        lastPowerWatts = power
+        lastMicros = micros
+    }
+
+    /// Adds the segment from a sample of this minute to the outlet's next sample: the counter
+    /// difference when both carry one (a decrease is a reset), else the trapezoid when the segment
+    /// is no longer than the maximum gap (`outletd_minute_rollups`).
+    mutating func addSegment(
+        from start: (micros: Int64, power: Double, energy: Double?),
+        to end: (micros: Int64, power: Double, energy: Double?), maxGapSeconds: Double
+    ) {
+        let seconds = Double(end.micros - start.micros) / 1_000_000
+        let covered = seconds <= maxGapSeconds
+        if covered {
+            powerIntegralWattSeconds += (start.power + end.power) / 2 * seconds
+            coveredSeconds += seconds
+        }
+        if let from = start.energy, let to = end.energy {
+            energyWattHours += to >= from ? to - from : to
+        } else if covered {
+            energyWattHours += (start.power + end.power) / 2 * seconds / 3600
+        }
+    }
+}

@@ -1,0 +1,192 @@
+import Postgres
+
+/// The rollup step of the write path (docs/ROLLUPS.md, "How the write path maintains them").
+///
+/// After the move statement has inserted a batch's samples and noted, per outlet, how many it
+/// really inserted (`outletd_inserted_devices`), the writer stages its ``RollupDeltas`` (one row per
+/// outlet and one per outlet-minute), locks the outlets, and merges: an outlet whose samples were
+/// all inserted and all come after its tail gets the staged deltas plus the segment from its tail
+/// added to its minutes, hours and days. Every other outlet (a replayed reading, a late reading,
+/// two readings at one time) is recomputed from the raw samples by `outletd_rollups_after_insert`.
+extension BatchStore {
+    func updateRollups(_ batch: Batch, maxGapSeconds: Double, _ connection: PostgresConnection) throws {
+        let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
+        if !deltas.chains.isEmpty {
+            try connection.copyIn(
+                """
+                COPY outletd_staging_chains (device_id, sample_count, first_us, first_power_watts, first_energy_wh,
+                    last_us, last_power_watts, last_energy_wh) FROM STDIN
+                """, data: deltas.encodedChains())
+            try connection.copyIn(
+                """
+                COPY outletd_staging_minutes (device_id, bucket_us, sample_count, power_sum_watts,
+                    power_integral_watt_seconds, covered_seconds, energy_wh, min_power_watts, peak_power_watts,
+                    peak_us, min_voltage_volts, max_voltage_volts, last_power_watts, last_us) FROM STDIN
+                """, data: deltas.encodedMinutes())
+        }
+        try connection.executePrepared(name: Statement.lockInserted)
+        let merged = try connection.executePrepared(name: Statement.mergeRollups, [maxGapSeconds])
+        let recompute = merged[0, 0] ?? "{}"
+        if recompute != "{}" {
+            try connection.executePrepared(name: Statement.recomputeRollups, [recompute])
+            try connection.executePrepared(name: Statement.refreshTails, [recompute])
+        }
+    }
+
+    /// Takes the rollup lock of every outlet with an inserted sample (`outletd_lock_devices`).
+    static let lockInsertedSQL = """
+        SELECT outletd_lock_devices(array_agg(device_id)) FROM outletd_inserted_devices
+        """
+
+    /// Merges the staged deltas of the outlets that qualify (see the type's comment) into the
+    /// rollups and moves their tails; returns the other outlets with inserted samples, as an array.
+    /// `$1` is the maximum gap the deltas were computed with; if the stored setting differs, every
+    /// outlet is recomputed.
+    static let mergeRollupsSQL = """
+        WITH settings AS (
+            SELECT time_zone AS zone, max_gap_seconds = $1::double precision AS same_gap FROM rollup_settings
+        ), fast AS MATERIALIZED (
+            SELECT c.device_id,
+                   timestamptz 'epoch' + c.first_us * interval '1 microsecond' AS first_at,
+                   c.first_power_watts, c.first_energy_wh,
+                   timestamptz 'epoch' + c.last_us * interval '1 microsecond' AS last_at,
+                   c.last_power_watts, c.last_energy_wh,
+                   t.measured_at AS tail_at, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh
+            FROM outletd_staging_chains c
+            JOIN outletd_inserted_devices i ON i.device_id = c.device_id AND i.sample_count = c.sample_count
+            LEFT JOIN rollup_tails t ON t.device_id = c.device_id
+            WHERE (t.measured_at IS NULL OR t.measured_at < i.first_measured_at) AND (SELECT same_gap FROM settings)
+        ), staged AS (
+            SELECT m.device_id, timestamptz 'epoch' + m.bucket_us * interval '1 microsecond' AS bucket_start,
+                   m.sample_count, m.power_sum_watts, m.power_integral_watt_seconds, m.covered_seconds, m.energy_wh,
+                   m.min_power_watts, m.peak_power_watts, timestamptz 'epoch' + m.peak_us * interval '1 microsecond' AS peak_at,
+                   m.min_voltage_volts, m.max_voltage_volts, m.last_power_watts,
+                   timestamptz 'epoch' + m.last_us * interval '1 microsecond' AS last_at
+            FROM outletd_staging_minutes m
+            WHERE m.device_id IN (SELECT device_id FROM fast)
+        ), links AS (
+            -- The segment from each tail to its outlet's first new sample, in the tail's minute.
+            SELECT device_id, date_trunc('minute', tail_at, 'UTC') AS bucket_start, tail_at, tail_power_watts,
+                   CASE WHEN seconds <= $1 THEN (tail_power_watts + first_power_watts) / 2 * seconds ELSE 0 END
+                       AS power_integral_watt_seconds,
+                   CASE WHEN seconds <= $1 THEN seconds ELSE 0 END AS covered_seconds,
+                   CASE WHEN tail_energy_wh IS NOT NULL AND first_energy_wh IS NOT NULL
+                            THEN CASE WHEN first_energy_wh >= tail_energy_wh THEN first_energy_wh - tail_energy_wh
+                                      ELSE first_energy_wh END
+                        WHEN seconds <= $1 THEN (tail_power_watts + first_power_watts) / 2 * seconds / 3600
+                        ELSE 0 END AS energy_wh
+            FROM (SELECT *, extract(epoch FROM first_at - tail_at)::double precision AS seconds
+                  FROM fast WHERE tail_at IS NOT NULL) f
+        ), delta AS MATERIALIZED (
+            -- A link joins the staged row of its minute when the batch has one. Alone, it counts no
+            -- sample and carries the tail as minimum, peak and last sample: the stored minute holds
+            -- the tail already, so merging that changes nothing there.
+            SELECT coalesce(m.device_id, l.device_id) AS device_id, coalesce(m.bucket_start, l.bucket_start) AS bucket_start,
+                   outletd_hour_start(coalesce(m.bucket_start, l.bucket_start), s.zone) AS hour_start, s.zone,
+                   coalesce(m.sample_count, 0) AS sample_count, coalesce(m.power_sum_watts, 0) AS power_sum_watts,
+                   coalesce(m.power_integral_watt_seconds, 0) + coalesce(l.power_integral_watt_seconds, 0)
+                       AS power_integral_watt_seconds,
+                   coalesce(m.covered_seconds, 0) + coalesce(l.covered_seconds, 0) AS covered_seconds,
+                   coalesce(m.energy_wh, 0) + coalesce(l.energy_wh, 0) AS energy_wh,
+                   coalesce(m.min_power_watts, l.tail_power_watts) AS min_power_watts,
+                   coalesce(m.peak_power_watts, l.tail_power_watts) AS peak_power_watts,
+                   coalesce(m.peak_at, l.tail_at) AS peak_at,
+                   m.min_voltage_volts, m.max_voltage_volts,
+                   coalesce(m.last_power_watts, l.tail_power_watts) AS last_power_watts,
+                   coalesce(m.last_at, l.tail_at) AS last_at
+            FROM staged m
+            FULL JOIN links l ON l.device_id = m.device_id AND l.bucket_start = m.bucket_start
+            CROSS JOIN settings s
+        ), minutes AS (
+            INSERT INTO power_rollups_minute AS m (device_id, bucket_start, sample_count, power_sum_watts,
+                power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
+                min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
+            SELECT device_id, bucket_start, sample_count, power_sum_watts, power_integral_watt_seconds, covered_seconds,
+                   min_power_watts, peak_power_watts, peak_at, energy_wh, min_voltage_volts, max_voltage_volts,
+                   last_power_watts, last_at
+            FROM delta
+            ORDER BY device_id, bucket_start
+            ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("m"))
+        ), hours AS (
+            INSERT INTO power_rollups_hourly AS h (device_id, bucket_start, sample_count, power_sum_watts,
+                power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
+                min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
+            SELECT device_id, hour_start, \(summedMeasures)
+            FROM delta
+            GROUP BY device_id, hour_start
+            ORDER BY device_id, hour_start
+            ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("h"))
+        ), days AS (
+            INSERT INTO power_rollups_daily AS d (device_id, day, bucket_start, sample_count, power_sum_watts,
+                power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
+                min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
+            SELECT device_id, day, day::timestamp AT TIME ZONE zone, \(summedMeasures)
+            FROM (SELECT *, (hour_start AT TIME ZONE zone)::date AS day FROM delta) by_day
+            GROUP BY device_id, day, zone
+            ORDER BY device_id, day
+            ON CONFLICT (device_id, day) DO UPDATE SET \(mergedMeasures("d"))
+        ), tails AS (
+            INSERT INTO rollup_tails AS t (device_id, measured_at, power_watts, energy_wh)
+            SELECT device_id, last_at, last_power_watts, last_energy_wh FROM fast
+            ORDER BY device_id
+            ON CONFLICT (device_id) DO UPDATE SET
+                measured_at = excluded.measured_at, power_watts = excluded.power_watts, energy_wh = excluded.energy_wh
+            WHERE excluded.measured_at > t.measured_at
+        )
+        SELECT coalesce(array_agg(device_id ORDER BY device_id), '{}')
+        FROM outletd_inserted_devices
+        WHERE device_id NOT IN (SELECT device_id FROM fast)
+        """
+
+    /// The measures of a group of delta rows, for an hour or a day.
+    private static let summedMeasures = """
+        sum(sample_count), sum(power_sum_watts), sum(power_integral_watt_seconds), sum(covered_seconds),
+                   min(min_power_watts), max(peak_power_watts),
+                   (array_agg(peak_at ORDER BY peak_power_watts DESC, peak_at))[1], sum(energy_wh),
+                   min(min_voltage_volts), max(max_voltage_volts),
+                   (array_agg(last_power_watts ORDER BY last_at DESC))[1], max(last_at)
+        """
+
+    /// Adds a delta (`excluded`) to a stored bucket (`table`): sums add, extremes compare, the
+    /// earliest time at the peak and the latest sample win.
+    private static func mergedMeasures(_ table: String) -> String {
+        """
+        sample_count = \(table).sample_count + excluded.sample_count,
+                        power_sum_watts = \(table).power_sum_watts + excluded.power_sum_watts,
+                        power_integral_watt_seconds = \(table).power_integral_watt_seconds + excluded.power_integral_watt_seconds,
+                        covered_seconds = \(table).covered_seconds + excluded.covered_seconds,
+                        energy_wh = \(table).energy_wh + excluded.energy_wh,
+                        min_power_watts = least(\(table).min_power_watts, excluded.min_power_watts),
+                        peak_power_watts = greatest(\(table).peak_power_watts, excluded.peak_power_watts),
+                        peak_at = CASE WHEN excluded.peak_power_watts > \(table).peak_power_watts
+                                         OR (excluded.peak_power_watts = \(table).peak_power_watts AND excluded.peak_at < \(table).peak_at)
+                                       THEN excluded.peak_at ELSE \(table).peak_at END,
+                        min_voltage_volts = least(\(table).min_voltage_volts, excluded.min_voltage_volts),
+                        max_voltage_volts = greatest(\(table).max_voltage_volts, excluded.max_voltage_volts),
+                        last_power_watts = CASE WHEN excluded.last_at >= \(table).last_at THEN excluded.last_power_watts
+                                                ELSE \(table).last_power_watts END,
+                        last_at = greatest(\(table).last_at, excluded.last_at)
+        """
+    }
+
+    /// Recomputes, from the raw samples, the minutes touched by the staged samples of the outlets in
+    /// `$1` (a superset of the rows inserted, which recomputes some minutes to what they are).
+    static let recomputeRollupsSQL = """
+        SELECT outletd_rollups_after_insert(array_agg(device_id), array_agg(measured_at))
+        FROM (SELECT DISTINCT device_id, timestamptz 'epoch' + measured_us * interval '1 microsecond' AS measured_at
+              FROM outletd_staging_samples WHERE device_id = ANY ($1::integer[])) staged
+        """
+
+    /// Moves the tails of the outlets in `$1` to their newest sample: one inserted now, or the tail.
+    static let refreshTailsSQL = """
+        INSERT INTO rollup_tails AS t (device_id, measured_at, power_watts, energy_wh)
+        SELECT DISTINCT ON (s.device_id) s.device_id, s.measured_at, s.power_watts, s.energy_wh
+        FROM outletd_inserted_devices i
+        JOIN samples s ON s.device_id = i.device_id AND s.measured_at >= i.first_measured_at
+        WHERE i.device_id = ANY ($1::integer[])
+        ORDER BY s.device_id, s.measured_at DESC
+        ON CONFLICT (device_id) DO UPDATE SET
+            measured_at = excluded.measured_at, power_watts = excluded.power_watts, energy_wh = excluded.energy_wh
+        WHERE excluded.measured_at > t.measured_at
+        """
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Telemetry
+import Testing
+
+@testable import Ingest
+
+/// The writer's share of the rollup computation: pure, no database.
+@Suite struct RollupDeltasTests {
+    static let base = Date(timeIntervalSince1970: 1_780_000_020)  // 2026-05-28T20:27:00Z, a minute start
+
+    func sample(_ device: Int32, _ seconds: Double, _ power: Double, voltage: Double? = nil, energy: Double? = nil)
+        -> DeviceSample
+    {
+        DeviceSample(
+            deviceID: device,
+            reading: Reading(
+                measuredAt: Self.base.addingTimeInterval(seconds), receivedAt: Self.base, voltageVolts: voltage,
+                currentAmperes: nil, powerWatts: power, energyWattHours: energy))
+    }
+
+    func micros(_ seconds: Double) -> Int64 { CopyTextEncoder.microseconds(Self.base.addingTimeInterval(seconds)) }
+
+    @Test func oneOutletAcrossTwoMinutes() {
+        // Shuffled on purpose: the chain is put in time order.
+        let deltas = RollupDeltas(
+            [
+                sample(7, 70, 300, voltage: 231), sample(7, 10, 100, voltage: 229), sample(7, 40, 300, voltage: 228),
+            ], maxGapSeconds: 600)
+        #expect(deltas.chains.count == 1)
+        #expect(deltas.chains[0].sampleCount == 3)
+        #expect(deltas.chains[0].first == .init(micros: micros(10), powerWatts: 100, energyWattHours: nil))
+        #expect(deltas.chains[0].last == .init(micros: micros(70), powerWatts: 300, energyWattHours: nil))
+        #expect(deltas.minutes.count == 2)
+        let first = deltas.minutes[0]
+        #expect(first.bucketMicros == micros(0))
+        #expect(first.sampleCount == 2)
+        #expect(first.powerSumWatts == 400)
+        // Segments 10→40 s (100→300 W) and 40→70 s (300 W), both starting in the first minute.
+        let integral: Double = 200 * 30 + 300 * 30
+        #expect(first.powerIntegralWattSeconds == integral)
+        #expect(first.coveredSeconds == 60)
+        #expect(first.energyWattHours == integral / 3600)
+        #expect(first.minPowerWatts == 100)
+        #expect(first.peakPowerWatts == 300)
+        #expect(first.peakMicros == micros(40))
+        #expect(first.minVoltageVolts == 228)
+        #expect(first.maxVoltageVolts == 229)
+        #expect(first.lastPowerWatts == 300)
+        #expect(first.lastMicros == micros(40))
+        let second = deltas.minutes[1]
+        #expect(second.bucketMicros == micros(60))
+        #expect(second.sampleCount == 1)
+        #expect(second.powerIntegralWattSeconds == 0)  // its segment starts at the next batch
+        #expect(second.coveredSeconds == 0)
+        #expect(second.peakMicros == micros(70))
+    }
+
+    /// Energy of one segment, by the rules of `outletd_minute_rollups`.
+    @Test(
+        arguments: [
+            // (seconds apart, energy at start, energy at end, expected Wh, expected covered s)
+            (30.0, nil, nil, 100.0 * 30 / 3600, 30.0),  // trapezoid of 100 W
+            (900.0, nil, nil, 0.0, 0.0),  // longer than the gap: nothing
+            (900.0, 10.0, 12.5, 2.5, 0.0),  // counter difference, whatever the gap
+            (30.0, 10.0, 3.0, 3.0, 30.0),  // a decrease is a reset: the new reading counts
+            (30.0, 10.0, nil, 100.0 * 30 / 3600, 30.0),  // one end without counter: trapezoid
+        ] as [(Double, Double?, Double?, Double, Double)])
+    func segmentEnergy(seconds: Double, from: Double?, to: Double?, energy: Double, covered: Double) {
+        let deltas = RollupDeltas(
+            [sample(1, 0, 100, energy: from), sample(1, seconds, 100, energy: to)], maxGapSeconds: 600)
+        #expect(abs(deltas.minutes[0].energyWattHours - energy) < 1e-12)
+        #expect(deltas.minutes[0].coveredSeconds == covered)
+    }
+
+    @Test func equalPeaksKeepTheEarliestAndOutletsStaySeparate() {
+        let deltas = RollupDeltas(
+            [sample(2, 5, 80), sample(1, 20, 50), sample(2, 1, 80), sample(1, 10, 60)], maxGapSeconds: 600)
+        #expect(deltas.chains.map(\.deviceID) == [1, 2])
+        #expect(deltas.minutes.map(\.deviceID) == [1, 2])
+        #expect(deltas.minutes[0].peakMicros == micros(10))
+        #expect(deltas.minutes[1].peakMicros == micros(1))
+        #expect(deltas.minutes[1].minVoltageVolts == nil)
+    }
+
+    @Test func anOutletWithTwoDifferentReadingsAtOneTimeIsLeftToTheDatabase() {
+        let deltas = RollupDeltas(
+            [sample(3, 10, 100), sample(3, 10, 200), sample(4, 10, 100), sample(4, 20, 100)], maxGapSeconds: 600)
+        #expect(deltas.chains.map(\.deviceID) == [4])
+        #expect(deltas.minutes.map(\.deviceID) == [4])
+    }
+
+    @Test func aRepeatedReadingCountsOnce() {
+        let once = RollupDeltas([sample(5, 10, 100, voltage: 230), sample(5, 20, 90)], maxGapSeconds: 600)
+        let twice = RollupDeltas(
+            [sample(5, 10, 100, voltage: 230), sample(5, 20, 90), sample(5, 10, 100, voltage: 230)],
+            maxGapSeconds: 600)
+        #expect(twice == once)
+        #expect(twice.chains.first?.sampleCount == 2)
+    }
+
+    @Test(arguments: [
+        (Int64(0), Int64(0)), (59_999_999, 0), (60_000_000, 60_000_000), (-1, -60_000_000),
+        (-60_000_000, -60_000_000),
+    ])
+    func minuteStarts(micros: Int64, start: Int64) {
+        #expect(RollupDeltas.minuteStart(micros) == start)
+    }
+}
