@@ -44,7 +44,8 @@ extension BatchStore {
     /// outlet is recomputed.
     static let mergeRollupsSQL = """
         WITH settings AS (
-            SELECT time_zone AS zone, max_gap_seconds = $1::double precision AS same_gap FROM rollup_settings
+            -- (LIMIT 1: the planner has no statistics on this one-row table.)
+            SELECT time_zone AS zone, max_gap_seconds = $1::double precision AS same_gap FROM rollup_settings LIMIT 1
         ), fast AS MATERIALIZED (
             SELECT c.device_id,
                    timestamptz 'epoch' + c.first_us * interval '1 microsecond' AS first_at,
@@ -63,7 +64,7 @@ extension BatchStore {
                    m.min_voltage_volts, m.max_voltage_volts, m.last_power_watts,
                    timestamptz 'epoch' + m.last_us * interval '1 microsecond' AS last_at
             FROM outletd_staging_minutes m
-            WHERE m.device_id IN (SELECT device_id FROM fast)
+            WHERE EXISTS (SELECT FROM fast f WHERE f.device_id = m.device_id)
         ), links AS (
             -- The segment from each tail to its outlet's first new sample, in the tail's minute.
             SELECT device_id, date_trunc('minute', tail_at, 'UTC') AS bucket_start, tail_at, tail_power_watts,
@@ -133,9 +134,9 @@ extension BatchStore {
                 measured_at = excluded.measured_at, power_watts = excluded.power_watts, energy_wh = excluded.energy_wh
             WHERE excluded.measured_at > t.measured_at
         )
-        SELECT coalesce(array_agg(device_id ORDER BY device_id), '{}')
-        FROM outletd_inserted_devices
-        WHERE device_id NOT IN (SELECT device_id FROM fast)
+        SELECT coalesce(array_agg(i.device_id ORDER BY i.device_id), '{}')
+        FROM outletd_inserted_devices i
+        WHERE NOT EXISTS (SELECT FROM fast f WHERE f.device_id = i.device_id)
         """
 
     /// The measures of a group of delta rows, for an hour or a day.
