@@ -2,17 +2,39 @@ import Foundation
 import Telemetry
 
 /// What the writer needs to know of a registered outlet.
+///
+/// The registry holds one per registered outlet (100,000 and more), so the common case — a native
+/// outlet with Tasmota's default FullTopic and words — is just an id and a flag (16 bytes, no
+/// allocation); anything else lives in one shared, immutable box.
 public struct RegisteredDevice: Sendable, Equatable {
     /// `devices.id`, the key of its samples.
     public var id: Int32
     public var enabled: Bool
-    public var protocolName: String
+    /// nil for a native outlet with the defaults.
+    private let details: Details?
+
+    private final class Details: Sendable {
+        let protocolName: String
+        let address: ProtocolAddress?
+        let fullTopic: String
+        let stateWords: TasmotaProtocol.StateWords
+
+        init(protocolName: String, address: ProtocolAddress?, fullTopic: String, stateWords: TasmotaProtocol.StateWords)
+        {
+            self.protocolName = protocolName
+            self.address = address
+            self.fullTopic = fullTopic
+            self.stateWords = stateWords
+        }
+    }
+
+    public var protocolName: String { details?.protocolName ?? OutletProtocol.native.rawValue }
     /// Where a Tasmota or Shelly outlet lives in its protocol's topics; nil for native outlets.
-    public var address: ProtocolAddress?
+    public var address: ProtocolAddress? { details?.address }
     /// Tasmota FullTopic (default `%prefix%/%topic%/`).
-    public var fullTopic: String
+    public var fullTopic: String { details?.fullTopic ?? TasmotaProtocol.defaultFullTopic }
     /// Tasmota's configured ON/OFF words.
-    public var stateWords: TasmotaProtocol.StateWords
+    public var stateWords: TasmotaProtocol.StateWords { details?.stateWords ?? TasmotaProtocol.StateWords() }
 
     public init(
         id: Int32, enabled: Bool, protocolName: String, address: ProtocolAddress? = nil,
@@ -21,10 +43,19 @@ public struct RegisteredDevice: Sendable, Equatable {
     ) {
         self.id = id
         self.enabled = enabled
-        self.protocolName = protocolName
-        self.address = address
-        self.fullTopic = fullTopic
-        self.stateWords = stateWords
+        if protocolName == OutletProtocol.native.rawValue && address == nil
+            && fullTopic == TasmotaProtocol.defaultFullTopic && stateWords == TasmotaProtocol.StateWords()
+        {
+            details = nil
+        } else {
+            details = Details(
+                protocolName: protocolName, address: address, fullTopic: fullTopic, stateWords: stateWords)
+        }
+    }
+
+    public static func == (a: RegisteredDevice, b: RegisteredDevice) -> Bool {
+        a.id == b.id && a.enabled == b.enabled && a.protocolName == b.protocolName && a.address == b.address
+            && a.fullTopic == b.fullTopic && a.stateWords == b.stateWords
     }
 }
 

@@ -284,17 +284,29 @@ public struct DeviceStore {
 
     /// Every outlet as the in-memory registry holds it.
     public func registryEntries() throws -> [String: RegisteredDevice] {
-        let result = try connection.execute("SELECT code, \(Self.registryColumns) FROM devices")
-        var entries: [String: RegisteredDevice] = [:]
-        entries.reserveCapacity(result.rowCount)
-        for row in 0..<result.rowCount {
-            guard let code = result[row, 0], let entry = try Self.registryEntry(result, row: row, from: 1) else {
-                continue
+        // Through a cursor, `registryPageRows` at a time: one result of every registered outlet
+        // would hold them all in libpq's memory at once, beside the dictionary being built.
+        try connection.transaction {
+            let total = try connection.execute("SELECT count(*) FROM devices").int64(row: 0, column: 0) ?? 0
+            var entries: [String: RegisteredDevice] = [:]
+            entries.reserveCapacity(Int(total))
+            try connection.execute(
+                "DECLARE outletd_registry NO SCROLL CURSOR FOR SELECT code, \(Self.registryColumns) FROM devices")
+            while true {
+                let result = try connection.execute("FETCH \(Self.registryPageRows) FROM outletd_registry")
+                for row in 0..<result.rowCount {
+                    guard let code = result[row, 0], let entry = try Self.registryEntry(result, row: row, from: 1)
+                    else { continue }
+                    entries[code] = entry
+                }
+                if result.rowCount < Self.registryPageRows { break }
             }
-            entries[code] = entry
+            try connection.execute("CLOSE outletd_registry")
+            return entries
         }
-        return entries
     }
+
+    static let registryPageRows = 5_000
 
     /// One outlet as the registry holds it, or nil when it is not registered.
     public func registryEntry(_ code: String) throws -> RegisteredDevice? {

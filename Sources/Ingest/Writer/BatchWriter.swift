@@ -134,7 +134,12 @@ public final class BatchWriter: Sendable {
                     batchEnd = record.end
                     batchRecords += 1
                 }
-                if batchStartedAt == nil && !batch.isEmpty { batchStartedAt = Date() }
+                if batchStartedAt == nil && !batch.isEmpty {
+                    // The delay counts from when the batch's oldest reading was received, not from
+                    // when it was read: readings that arrived during the previous transaction have
+                    // already waited that long.
+                    batchStartedAt = min(records.first?.message.receivedAt ?? Date(), Date())
+                }
                 let drained = writer.spool.isIntakeStoppedAndRead
                 let due = batchStartedAt.map { Date().timeIntervalSince($0) >= settings.batchMaxDelay } ?? false
                 if let end = batchEnd, batch.rowCount >= settings.batchMaxRows || due || drained {
