@@ -1,3 +1,5 @@
+import Telemetry
+
 /// What a batch's samples add to their outlets' minute rollups, computed by the writer before
 /// PostgreSQL merges it (docs/ROLLUPS.md, "How the write path maintains them").
 ///
@@ -51,49 +53,49 @@ struct RollupDeltas: Equatable {
 
     /// `maxGapSeconds` is `rollup_settings.max_gap_seconds`: longer segments add no integral.
     init(_ samples: [DeviceSample], maxGapSeconds: Double) {
-        var byDevice: [Int32: [Int]] = [:]
-        for (index, sample) in samples.enumerated() { byDevice[sample.deviceID, default: []].append(index) }
-        var points: [(micros: Int64, sample: DeviceSample)] = []
-        for deviceID in byDevice.keys.sorted() {
-            points.removeAll(keepingCapacity: true)
-            for index in byDevice[deviceID] ?? [] {
-                points.append((CopyTextEncoder.microseconds(samples[index].reading.measuredAt), samples[index]))
-            }
-            points.sort { $0.micros < $1.micros }
+        // By outlet, then time: each outlet's samples are one run.
+        let sorted = samples.map { (micros: CopyTextEncoder.microseconds($0.reading.measuredAt), sample: $0) }
+            .sorted { ($0.sample.deviceID, $0.micros) < ($1.sample.deviceID, $1.micros) }
+        var start = 0
+        while start < sorted.count {
+            var end = start + 1
+            while end < sorted.count && sorted[end].sample.deviceID == sorted[start].sample.deviceID { end += 1 }
+            var points = Array(sorted[start..<end])
+            start = end
             // Two samples at one time are one row. When they agree on what the rollups read (a
             // replayed message) either may be the one stored; when they differ, which one the insert
             // keeps is not known here.
             guard Self.dropRepeats(&points) else { continue }
-            var minute = Minute(deviceID: deviceID, bucketMicros: Self.minuteStart(points[0].micros))
-            for (position, point) in points.enumerated() {
-                let bucket = Self.minuteStart(point.micros)
-                if bucket != minute.bucketMicros {
-                    minutes.append(minute)
-                    minute = Minute(deviceID: deviceID, bucketMicros: bucket)
-                }
-                let reading = point.sample.reading
-                minute.add(micros: point.micros, power: reading.powerWatts, voltage: reading.voltageVolts)
-                if position + 1 < points.count {
-                    let next = points[position + 1]
-                    minute.addSegment(
-                        from: (point.micros, reading.powerWatts, reading.energyWattHours),
-                        to: (next.micros, next.sample.reading.powerWatts, next.sample.reading.energyWattHours),
-                        maxGapSeconds: maxGapSeconds)
-                }
-            }
-            minutes.append(minute)
-            let first = points[0]
-            let last = points[points.count - 1]
-            chains.append(
-                Chain(
-                    deviceID: deviceID, sampleCount: points.count,
-                    first: Point(
-                        micros: first.micros, powerWatts: first.sample.reading.powerWatts,
-                        energyWattHours: first.sample.reading.energyWattHours),
-                    last: Point(
-                        micros: last.micros, powerWatts: last.sample.reading.powerWatts,
-                        energyWattHours: last.sample.reading.energyWattHours)))
+            addChain(points, maxGapSeconds: maxGapSeconds)
         }
+    }
+
+    /// One outlet's samples, in time order, at distinct times.
+    private mutating func addChain(_ points: [(micros: Int64, sample: DeviceSample)], maxGapSeconds: Double) {
+        let deviceID = points[0].sample.deviceID
+        var minute = Minute(deviceID: deviceID, bucketMicros: Self.minuteStart(points[0].micros))
+        for (position, point) in points.enumerated() {
+            let bucket = Self.minuteStart(point.micros)
+            if bucket != minute.bucketMicros {
+                minutes.append(minute)
+                minute = Minute(deviceID: deviceID, bucketMicros: bucket)
+            }
+            minute.add(
+                micros: point.micros, power: point.sample.reading.powerWatts, voltage: point.sample.reading.voltageVolts
+            )
+            if position + 1 < points.count {
+                let next = points[position + 1]
+                minute.addSegment(
+                    from: Point(point.micros, point.sample.reading), to: Point(next.micros, next.sample.reading),
+                    maxGapSeconds: maxGapSeconds)
+            }
+        }
+        minutes.append(minute)
+        let (first, last) = (points[0], points[points.count - 1])
+        chains.append(
+            Chain(
+                deviceID: deviceID, sampleCount: points.count, first: Point(first.micros, first.sample.reading),
+                last: Point(last.micros, last.sample.reading)))
     }
 
     /// Removes samples at the time of the one before them when they carry the same power, voltage
@@ -161,6 +163,12 @@ struct RollupDeltas: Equatable {
     }
 }
 
+extension RollupDeltas.Point {
+    init(_ micros: Int64, _ reading: Reading) {
+        self.init(micros: micros, powerWatts: reading.powerWatts, energyWattHours: reading.energyWattHours)
+    }
+}
+
 extension RollupDeltas.Minute {
     /// Adds a sample; samples come in time order, so the earliest of equal peaks stays.
     mutating func add(micros: Int64, power: Double, voltage: Double?) {
@@ -182,20 +190,17 @@ extension RollupDeltas.Minute {
     /// Adds the segment from a sample of this minute to the outlet's next sample: the counter
     /// difference when both carry one (a decrease is a reset), else the trapezoid when the segment
     /// is no longer than the maximum gap (`outletd_minute_rollups`).
-    mutating func addSegment(
-        from start: (micros: Int64, power: Double, energy: Double?),
-        to end: (micros: Int64, power: Double, energy: Double?), maxGapSeconds: Double
-    ) {
+    mutating func addSegment(from start: RollupDeltas.Point, to end: RollupDeltas.Point, maxGapSeconds: Double) {
         let seconds = Double(end.micros - start.micros) / 1_000_000
         let covered = seconds <= maxGapSeconds
         if covered {
-            powerIntegralWattSeconds += (start.power + end.power) / 2 * seconds
+            powerIntegralWattSeconds += (start.powerWatts + end.powerWatts) / 2 * seconds
             coveredSeconds += seconds
         }
-        if let from = start.energy, let to = end.energy {
+        if let from = start.energyWattHours, let to = end.energyWattHours {
             energyWattHours += to >= from ? to - from : to
         } else if covered {
-            energyWattHours += (start.power + end.power) / 2 * seconds / 3600
+            energyWattHours += (start.powerWatts + end.powerWatts) / 2 * seconds / 3600
         }
     }
 }
