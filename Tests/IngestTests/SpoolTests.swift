@@ -138,8 +138,13 @@ import Testing
         for _ in 0..<200 { #expect(spool.append(message)) }
         let segmentsWritten = try Spool.segmentIDs(in: directory)
         #expect(segmentsWritten.count == 4, "200 records of 1023 bytes in 64 KiB segments")
-        let records = try Self.readAll(spool)
+        // One read crosses segment boundaries, and stops at its count.
+        let first = try spool.read(upTo: 100, waitingUntil: Date())
+        #expect(first.count == 100)
+        #expect(Set(first.map(\.end.segment)).count == 2, "64 records per segment")
+        let records = try first + spool.read(upTo: 1_000, waitingUntil: Date())
         #expect(records.count == 200)
+        #expect(try spool.read(upTo: 1_000, waitingUntil: Date()).isEmpty)
         #expect(spool.status().recordsPending == 200)
         #expect(spool.status().oldestPendingReceivedAt != nil)
 

@@ -356,23 +356,39 @@ public final class Spool: @unchecked Sendable {
     }
 
     /// Reads up to `maxRecords` records after the cursor. Waits until at least one is there, intake
-    /// stopped, or `deadline` passes; then returns what is there without waiting more.
+    /// stopped, or `deadline` passes; then returns what is there without waiting more, across
+    /// segment boundaries.
     public func read(upTo maxRecords: Int, waitingUntil deadline: Date) throws(SpoolError) -> [SpoolRecord] {
         readLock.lock()
         defer { readLock.unlock() }
+        var records: [SpoolRecord] = []
+        while records.count < maxRecords {
+            let before = records.count
+            // Only the first segment's read waits; after it, a following segment's records are taken
+            // if they are there.
+            try readSegment(upTo: maxRecords, into: &records, waitingUntil: before == 0 ? deadline : .distantPast)
+            if records.count == before { break }
+        }
+        return records
+    }
+
+    /// ``read(upTo:waitingUntil:)`` within the cursor's segment. Called under `readLock`.
+    private func readSegment(upTo maxRecords: Int, into records: inout [SpoolRecord], waitingUntil deadline: Date)
+        throws(SpoolError)
+    {
         condition.lock()
         var segment: Segment
         while true {
             normalizeCursor()
             guard let current = segments.first(where: { $0.id == cursor.segment }) else {
                 condition.unlock()
-                return []
+                return
             }
             segment = current
             if segment.size > cursor.offset { break }
             if intakeStopped || closed || !condition.wait(until: deadline) {
                 condition.unlock()
-                return []
+                return
             }
         }
         condition.unlock()
@@ -384,7 +400,6 @@ public final class Spool: @unchecked Sendable {
             file = try SpoolFile(path: Self.path(segment.id, in: settings.directory), flags: O_RDONLY)
             readFile = (segment.id, file)
         }
-        var records: [SpoolRecord] = []
         var position = cursor.offset
         while records.count < maxRecords && position < segment.size {
             let want = Int(min(segment.size - position, Int64(Self.readChunkBytes)))
@@ -412,14 +427,13 @@ public final class Spool: @unchecked Sendable {
                         ])
                     position = segment.size
                     cursor = SpoolPosition(segment: segment.id, offset: position)
-                    return records
+                    return
                 }
             }
             if used == 0 { break }
             position += Int64(used)
         }
         cursor = SpoolPosition(segment: segment.id, offset: position)
-        return records
     }
 
     /// Records up to `position` are committed (with `position` in `ingest_checkpoints`);

@@ -117,7 +117,8 @@ public final class BatchWriter: Sendable {
                 let deadline =
                     batchStartedAt.map { $0.addingTimeInterval(settings.batchMaxDelay) }
                     ?? now.addingTimeInterval(0.5)
-                let room = max(1, settings.batchMaxRows - batch.rowCount)
+                // Read in slices: a batch of many thousand rows never holds its raw messages at once.
+                let room = min(Self.recordsPerRead, max(1, settings.batchMaxRows - batch.rowCount))
                 let records: [SpoolRecord]
                 do {
                     records = try writer.spool.read(upTo: room, waitingUntil: deadline)
@@ -141,7 +142,11 @@ public final class BatchWriter: Sendable {
                     batchStartedAt = min(records.first?.message.receivedAt ?? Date(), Date())
                 }
                 let drained = writer.spool.isIntakeStoppedAndRead
-                let due = batchStartedAt.map { Date().timeIntervalSince($0) >= settings.batchMaxDelay } ?? false
+                // A full read means more is waiting: take it into this batch (up to batchMaxRows)
+                // before the delay flushes it, or a backlog would be written a slice per batch.
+                let more = records.count == room
+                let due =
+                    !more && (batchStartedAt.map { Date().timeIntervalSince($0) >= settings.batchMaxDelay } ?? false)
                 if let end = batchEnd, batch.rowCount >= settings.batchMaxRows || due || drained {
                     guard flush(batch, end: end) else { return }
                     writer.spool.commit(through: end, records: batchRecords)
@@ -153,6 +158,9 @@ public final class BatchWriter: Sendable {
                 if drained && batchEnd == nil { return }
             }
         }
+
+        /// Records taken from the spool per read (the raw messages held at once).
+        static let recordsPerRead = 1_000
 
         func newBatch() -> Batch {
             Batch(
