@@ -31,6 +31,8 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // glibc's malloc.h (mallopt), for the daemon's memory policy.
+        .systemLibrary(name: "CMalloc"),
 
         // Swift faces of the C libraries.
         .target(name: "MQTT", dependencies: ["CMosquitto"]),
@@ -53,7 +55,7 @@ let package = Package(
         .executableTarget(
             name: "outletd",
             dependencies: [
-                "Ingest", "MQTT", "Postgres", "Telemetry",
+                "CMalloc", "Ingest", "MQTT", "Postgres", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

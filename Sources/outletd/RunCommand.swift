@@ -1,4 +1,5 @@
 import ArgumentParser
+import CMalloc
 import Ingest
 import Logging
 import ServiceLifecycle
@@ -24,6 +25,10 @@ struct RunCommand: AsyncParsableCommand {
         sigaddset(&shutdownSignals, SIGTERM)
         sigaddset(&shutdownSignals, SIGINT)
         pthread_sigmask(SIG_UNBLOCK, &shutdownSignals, nil)
+        // A batch's buffers (its samples, their COPY text) are megabytes and short-lived. Served from
+        // mmap they go back to the system when freed; glibc's default would raise its threshold past
+        // them after the first free and keep them in a thread's arena.
+        mallopt(M_MMAP_THRESHOLD, 256 * 1024)
         var (configuration, logger) = try options.bootstrap()
         if noMigrate { configuration.database.migrateOnStart = false }
         let service = IngestService(configuration: configuration, logger: logger)

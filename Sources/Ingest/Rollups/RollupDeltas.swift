@@ -51,69 +51,77 @@ struct RollupDeltas: Equatable {
 
     static let microsPerMinute: Int64 = 60_000_000
 
+    /// A sample's place in the batch, with what it is sorted by (16 bytes, not the whole sample).
+    struct Key {
+        var micros: Int64
+        var deviceID: Int32
+        var index: Int32
+    }
+
     /// `maxGapSeconds` is `rollup_settings.max_gap_seconds`: longer segments add no integral.
     init(_ samples: [DeviceSample], maxGapSeconds: Double) {
         // By outlet, then time: each outlet's samples are one run.
-        let sorted = samples.map { (micros: CopyTextEncoder.microseconds($0.reading.measuredAt), sample: $0) }
-            .sorted { ($0.sample.deviceID, $0.micros) < ($1.sample.deviceID, $1.micros) }
+        var keys = samples.indices.map {
+            Key(
+                micros: CopyTextEncoder.microseconds(samples[$0].reading.measuredAt), deviceID: samples[$0].deviceID,
+                index: Int32($0))
+        }
+        keys.sort { ($0.deviceID, $0.micros) < ($1.deviceID, $1.micros) }
+        var run: [Key] = []
         var start = 0
-        while start < sorted.count {
+        while start < keys.count {
             var end = start + 1
-            while end < sorted.count && sorted[end].sample.deviceID == sorted[start].sample.deviceID { end += 1 }
-            var points = Array(sorted[start..<end])
+            while end < keys.count && keys[end].deviceID == keys[start].deviceID { end += 1 }
+            run.removeAll(keepingCapacity: true)
+            run.append(contentsOf: keys[start..<end])
             start = end
             // Two samples at one time are one row. When they agree on what the rollups read (a
             // replayed message) either may be the one stored; when they differ, which one the insert
             // keeps is not known here.
-            guard Self.dropRepeats(&points) else { continue }
-            addChain(points, maxGapSeconds: maxGapSeconds)
+            guard Self.dropRepeats(&run, of: samples) else { continue }
+            addChain(run, of: samples, maxGapSeconds: maxGapSeconds)
         }
     }
 
     /// One outlet's samples, in time order, at distinct times.
-    private mutating func addChain(_ points: [(micros: Int64, sample: DeviceSample)], maxGapSeconds: Double) {
-        let deviceID = points[0].sample.deviceID
-        var minute = Minute(deviceID: deviceID, bucketMicros: Self.minuteStart(points[0].micros))
-        for (position, point) in points.enumerated() {
-            let bucket = Self.minuteStart(point.micros)
+    private mutating func addChain(_ run: [Key], of samples: [DeviceSample], maxGapSeconds: Double) {
+        let deviceID = run[0].deviceID
+        func point(_ key: Key) -> Point { Point(key.micros, samples[Int(key.index)].reading) }
+        var minute = Minute(deviceID: deviceID, bucketMicros: Self.minuteStart(run[0].micros))
+        for position in run.indices {
+            let key = run[position]
+            let bucket = Self.minuteStart(key.micros)
             if bucket != minute.bucketMicros {
                 minutes.append(minute)
                 minute = Minute(deviceID: deviceID, bucketMicros: bucket)
             }
-            minute.add(
-                micros: point.micros, power: point.sample.reading.powerWatts, voltage: point.sample.reading.voltageVolts
-            )
-            if position + 1 < points.count {
-                let next = points[position + 1]
-                minute.addSegment(
-                    from: Point(point.micros, point.sample.reading), to: Point(next.micros, next.sample.reading),
-                    maxGapSeconds: maxGapSeconds)
+            let reading = samples[Int(key.index)].reading
+            minute.add(micros: key.micros, power: reading.powerWatts, voltage: reading.voltageVolts)
+            if position + 1 < run.count {
+                minute.addSegment(from: point(key), to: point(run[position + 1]), maxGapSeconds: maxGapSeconds)
             }
         }
         minutes.append(minute)
-        let (first, last) = (points[0], points[points.count - 1])
         chains.append(
-            Chain(
-                deviceID: deviceID, sampleCount: points.count, first: Point(first.micros, first.sample.reading),
-                last: Point(last.micros, last.sample.reading)))
+            Chain(deviceID: deviceID, sampleCount: run.count, first: point(run[0]), last: point(run[run.count - 1])))
     }
 
     /// Removes samples at the time of the one before them when they carry the same power, voltage
     /// and counter; false when two samples at one time differ in any of those.
-    static func dropRepeats(_ points: inout [(micros: Int64, sample: DeviceSample)]) -> Bool {
+    static func dropRepeats(_ run: inout [Key], of samples: [DeviceSample]) -> Bool {
         var kept = 0
-        for index in points.indices {
-            if kept > 0 && points[kept - 1].micros == points[index].micros {
-                let (a, b) = (points[kept - 1].sample.reading, points[index].sample.reading)
+        for index in run.indices {
+            if kept > 0 && run[kept - 1].micros == run[index].micros {
+                let (a, b) = (samples[Int(run[kept - 1].index)].reading, samples[Int(run[index].index)].reading)
                 guard a.powerWatts == b.powerWatts, a.voltageVolts == b.voltageVolts,
                     a.energyWattHours == b.energyWattHours
                 else { return false }
                 continue
             }
-            points[kept] = points[index]
+            run[kept] = run[index]
             kept += 1
         }
-        points.removeLast(points.count - kept)
+        run.removeLast(run.count - kept)
         return true
     }
 
@@ -123,8 +131,8 @@ struct RollupDeltas: Equatable {
         return micros - (remainder < 0 ? remainder + microsPerMinute : remainder)
     }
 
-    /// The chains as `COPY` rows of `outletd_staging_chains`.
-    func encodedChains() -> [UInt8] {
+    /// Chains as `COPY` rows of `outletd_staging_chains`.
+    static func encoded(_ chains: ArraySlice<Chain>) -> [UInt8] {
         var encoder = CopyTextEncoder(reservingCapacity: chains.count * 100)
         for chain in chains {
             encoder.int(chain.deviceID)
@@ -139,8 +147,8 @@ struct RollupDeltas: Equatable {
         return encoder.bytes
     }
 
-    /// The minutes as `COPY` rows of `outletd_staging_minutes`.
-    func encodedMinutes() -> [UInt8] {
+    /// Minutes as `COPY` rows of `outletd_staging_minutes`.
+    static func encoded(_ minutes: ArraySlice<Minute>) -> [UInt8] {
         var encoder = CopyTextEncoder(reservingCapacity: minutes.count * 200)
         for minute in minutes {
             encoder.int(minute.deviceID)

@@ -12,17 +12,21 @@ extension BatchStore {
     func updateRollups(_ batch: Batch, maxGapSeconds: Double, _ connection: PostgresConnection) throws {
         let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
         if !deltas.chains.isEmpty {
+            var chains = deltas.chains[...]
             try connection.copyIn(
                 """
                 COPY outletd_staging_chains (device_id, sample_count, first_us, first_power_watts, first_energy_wh,
                     last_us, last_power_watts, last_energy_wh) FROM STDIN
-                """, data: deltas.encodedChains())
+                """
+            ) { Self.nextCopyChunk(of: &chains, RollupDeltas.encoded) }
+            var minutes = deltas.minutes[...]
             try connection.copyIn(
                 """
                 COPY outletd_staging_minutes (device_id, bucket_us, sample_count, power_sum_watts,
                     power_integral_watt_seconds, covered_seconds, energy_wh, min_power_watts, peak_power_watts,
                     peak_us, min_voltage_volts, max_voltage_volts, last_power_watts, last_us) FROM STDIN
-                """, data: deltas.encodedMinutes())
+                """
+            ) { Self.nextCopyChunk(of: &minutes, RollupDeltas.encoded) }
         }
         try connection.executePrepared(name: Statement.lockInserted)
         let merged = try connection.executePrepared(name: Statement.mergeRollups, [maxGapSeconds])

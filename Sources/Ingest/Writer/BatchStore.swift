@@ -115,11 +115,13 @@ public struct BatchStore: Sendable {
             var inserted = 0
             if !batch.samples.isEmpty {
                 try connection.executePrepared(name: Statement.ensurePartitions, [Self.utcDays(batch.samples)])
+                var unsent = batch.samples[...]
                 try connection.copyIn(
                     """
                     COPY outletd_staging_samples (device_id, measured_us, received_us, device_us, voltage_volts,
                         current_amperes, power_watts, power_factor, energy_wh, seq) FROM STDIN
-                    """, data: Self.encodeSamples(batch.samples))
+                    """
+                ) { Self.nextCopyChunk(of: &unsent, Self.encodeSamples) }
                 let moved = try connection.executePrepared(name: Statement.moveSamples)
                 inserted = try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
                 if inserted > 0 && maintainsRollups {
@@ -183,7 +185,19 @@ public struct BatchStore: Sendable {
     /// Creates the missing daily partitions of `samples` for the days in `$1`.
     static let ensurePartitionsSQL = "SELECT outletd_ensure_sample_partitions($1::integer[])"
 
-    static func encodeSamples(_ samples: [DeviceSample]) -> [UInt8] {
+    /// Rows encoded per piece of a COPY: the text of a whole batch never exists at once.
+    static let rowsPerCopyChunk = 1_000
+
+    /// Encodes and removes the next `rowsPerCopyChunk` rows of `rows`; nil once it is empty (for
+    /// `copyIn(_:chunks:)`).
+    static func nextCopyChunk<Row>(of rows: inout ArraySlice<Row>, _ encode: (ArraySlice<Row>) -> [UInt8]) -> [UInt8]? {
+        guard !rows.isEmpty else { return nil }
+        let chunk = rows.prefix(rowsPerCopyChunk)
+        rows = rows.dropFirst(chunk.count)
+        return encode(chunk)
+    }
+
+    static func encodeSamples(_ samples: ArraySlice<DeviceSample>) -> [UInt8] {
         var encoder = CopyTextEncoder(reservingCapacity: samples.count * 120)
         for sample in samples {
             let reading = sample.reading
