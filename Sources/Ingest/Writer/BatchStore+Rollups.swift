@@ -82,12 +82,11 @@ extension BatchStore {
                         ELSE 0 END AS energy_wh
             FROM (SELECT *, extract(epoch FROM first_at - tail_at)::double precision AS seconds
                   FROM fast WHERE tail_at IS NOT NULL) f
-        ), delta AS MATERIALIZED (
+        ), joined AS (
             -- A link joins the staged row of its minute when the batch has one. Alone, it counts no
             -- sample and carries the tail as minimum, peak and last sample: the stored minute holds
             -- the tail already, so merging that changes nothing there.
             SELECT coalesce(m.device_id, l.device_id) AS device_id, coalesce(m.bucket_start, l.bucket_start) AS bucket_start,
-                   outletd_hour_start(coalesce(m.bucket_start, l.bucket_start), s.zone) AS hour_start, s.zone,
                    coalesce(m.sample_count, 0) AS sample_count, coalesce(m.power_sum_watts, 0) AS power_sum_watts,
                    coalesce(m.power_integral_watt_seconds, 0) + coalesce(l.power_integral_watt_seconds, 0)
                        AS power_integral_watt_seconds,
@@ -101,7 +100,14 @@ extension BatchStore {
                    coalesce(m.last_at, l.tail_at) AS last_at
             FROM staged m
             FULL JOIN links l ON l.device_id = m.device_id AND l.bucket_start = m.bucket_start
-            CROSS JOIN settings s
+        ), buckets AS MATERIALIZED (
+            -- The local hour and day of each minute, once per distinct minute (a batch spans few).
+            SELECT bucket_start, hour_start, day, day::timestamp AT TIME ZONE zone AS day_start
+            FROM (SELECT bucket_start, hour_start, (hour_start AT TIME ZONE zone)::date AS day, zone
+                  FROM (SELECT b.bucket_start, outletd_hour_start(b.bucket_start, s.zone) AS hour_start, s.zone
+                        FROM (SELECT DISTINCT bucket_start FROM joined) b CROSS JOIN settings s) with_hour) with_day
+        ), delta AS MATERIALIZED (
+            SELECT j.*, b.hour_start, b.day, b.day_start FROM joined j JOIN buckets b USING (bucket_start)
         ), minutes AS (
             INSERT INTO power_rollups_minute AS m (device_id, bucket_start, sample_count, power_sum_watts,
                 power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
@@ -125,9 +131,9 @@ extension BatchStore {
             INSERT INTO power_rollups_daily AS d (device_id, day, bucket_start, sample_count, power_sum_watts,
                 power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
                 min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
-            SELECT device_id, day, day::timestamp AT TIME ZONE zone, \(summedMeasures)
-            FROM (SELECT *, (hour_start AT TIME ZONE zone)::date AS day FROM delta) by_day
-            GROUP BY device_id, day, zone
+            SELECT device_id, day, day_start, \(summedMeasures)
+            FROM delta
+            GROUP BY device_id, day, day_start
             ORDER BY device_id, day
             ON CONFLICT (device_id, day) DO UPDATE SET \(mergedMeasures("d"))
         ), tails AS (

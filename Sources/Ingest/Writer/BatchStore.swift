@@ -33,6 +33,8 @@ public struct BatchStore: Sendable {
     /// Creates what a fresh connection needs: staging tables and prepared statements. Run after
     /// every (re)connect.
     public func prepareSession(_ connection: PostgresConnection) throws {
+        // A full batch sorts tens of thousands of rows per statement: in memory, not in temp files.
+        try connection.execute("SET work_mem = '64MB'")
         try connection.execute(
             """
             CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_samples (
