@@ -1,7 +1,8 @@
 // outletd-bench: the figures of docs/ROLLUPS.md ("Benchmark"). Not a test.
 //
-//   outletd-bench ingest URL_WITHOUT URL_WITH [--outlets 100] [--readings 2000] [--rounds 3]
-//       Writes the same readings through BatchStore (batches of 5000, the daemon's default) into
+//   outletd-bench ingest URL_WITHOUT URL_WITH [--outlets 100] [--readings 2000] [--rounds 3] [--batch-rows N]
+//       Writes the same readings through BatchStore (batches of N rows, by default the daemon's
+//       `ingest.batch_max_rows`, i.e. the size of a batch under backlog) into
 //       two empty databases, one with the rollups switched off, one with them on; rounds
 //       alternate. Prints readings per second of each round and the ratio of the medians.
 //   outletd-bench query URL [--samples 10000000] [--outlets 100] [--runs 200]
@@ -63,6 +64,7 @@ func ingest(withoutURL: String, withURL: String) throws {
     let outlets = option("--outlets", 100)
     let readings = option("--readings", 2_000)
     let rounds = option("--rounds", 3)
+    let batchRows = option("--batch-rows", OutletdConfiguration().ingest.batchMaxRows)
     var rates: [Bool: [Double]] = [false: [], true: []]
     for round in 1...rounds {
         for rollups in [false, true] {
@@ -76,7 +78,7 @@ func ingest(withoutURL: String, withURL: String) throws {
                 codes: (0..<outlets).map { String(format: "bench-%04d", $0) })
             let idRows = try connection.execute("SELECT id FROM devices ORDER BY id")
             let ids = try (0..<idRows.rowCount).compactMap { try idRows.int64(row: $0, column: 0).map(Int32.init) }
-            let batches = makeBatches(deviceIDs: ids, readingsPerOutlet: readings, batchRows: 5_000)
+            let batches = makeBatches(deviceIDs: ids, readingsPerOutlet: readings, batchRows: batchRows)
             let store = BatchStore(keepRejectedMessages: 0, pendingDevicesMax: 0, maintainsRollups: rollups)
             try store.prepareSession(connection)
             try connection.execute("VACUUM ANALYZE")

@@ -80,7 +80,9 @@ public struct OutletdConfiguration: Sendable, Equatable {
     /// The path from broker to database.
     public struct IngestSettings: Sendable, Equatable {
         /// A batch is written when it holds this many rows (readings plus rejections)…
-        public var batchMaxRows = 5_000
+        /// Reached only with a backlog; each outlet then costs its rollup upserts once per batch
+        /// rather than once per reading (docs/PERFORMANCE.md).
+        public var batchMaxRows = 50_000
         /// …or when its oldest row has waited this long, milliseconds.
         public var batchMaxDelayMilliseconds = 100
         /// On SIGTERM, how long to keep trying to write what was received before giving up.
