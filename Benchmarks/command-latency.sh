@@ -17,18 +17,9 @@ config=${CONFIG:-release}
 swift build -c "$config" --product outletd >/dev/null
 swift build -c "$config" --product command-latency >/dev/null
 bin=$(swift build -c "$config" --show-bin-path)
-dir=$(mktemp -d /tmp/outletd-bench.XXXXXX)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    scripts/stack stop "$dir" >/dev/null 2>&1 || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-scripts/stack start "$dir" >/dev/null
-# shellcheck disable=SC1091
-. "$dir/env"
+# shellcheck source=Benchmarks/stack.sh
+. Benchmarks/stack.sh
+bench_stack bench
 export OUTLETD_LOGGING_LEVEL=warning
 "$bin/outletd" migrate >/dev/null
 "$bin/outletd" device add bench-1 >/dev/null

@@ -14,24 +14,13 @@ command -v perf >/dev/null || { echo "profile: perf is missing (apt-get install 
 swift build -c release --product outletd >/dev/null
 bin=.build/release
 rm -rf "$out" && mkdir -p "$out"
-dir=$(mktemp -d /tmp/outletd-profile.XXXXXX)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    scripts/stack stop "$dir" >/dev/null 2>&1 || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-scripts/stack start "$dir" >/dev/null
-# shellcheck disable=SC1091
-. "$dir/env"
+# shellcheck source=Benchmarks/stack.sh
+. Benchmarks/stack.sh
+bench_stack profile
 export OUTLETD_LOGGING_LEVEL=warning OUTLETD_SPOOL_DIRECTORY=$dir/spool OUTLETD_HTTP_LISTEN=
 export OUTLETD_MQTT_SESSION_EXPIRY_SECONDS=0
 "$bin/outletd" migrate >/dev/null
-width=$(( ${#outlets} > 4 ? ${#outlets} : 4 ))
-psql "$OUTLETD_DATABASE_URL" -X -q -c \
-    "INSERT INTO devices (code, name) SELECT 'sim-' || lpad(i::text, $width, '0'), 'profile' FROM generate_series(1, $outlets) i"
+register_simulated_outlets "$outlets" profile
 "$bin/outletd" run >"$dir/outletd.log" 2>&1 &
 outletd_pid=$!
 pids+=("$outletd_pid")

@@ -42,18 +42,9 @@ if [ "$soak" = 0 ] && ! "$venv/bin/python" -c 'import paho.mqtt, psycopg' 2>/dev
     "$venv/bin/pip" install --quiet 'paho-mqtt>=2,<3' 'psycopg[binary]>=3.1,<4'
 fi
 
-dir=$(mktemp -d /tmp/outletd-throughput.XXXXXX)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    scripts/stack stop "$dir" >/dev/null 2>&1 || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-scripts/stack start "$dir" >/dev/null
-# shellcheck disable=SC1091
-. "$dir/env"
+# shellcheck source=Benchmarks/stack.sh
+. Benchmarks/stack.sh
+bench_stack throughput
 db=$OUTLETD_DATABASE_URL
 sql() { psql "$db" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 sql "ALTER SYSTEM SET track_commit_timestamp = on" 2>/dev/null
@@ -61,8 +52,7 @@ scripts/stack pg-restart "$dir" 0 >/dev/null
 export OUTLETD_LOGGING_LEVEL=warning OUTLETD_SPOOL_DIRECTORY=$dir/spool OUTLETD_HTTP_LISTEN=
 export OUTLETD_MQTT_SESSION_EXPIRY_SECONDS=0
 "$bin/outletd" migrate >/dev/null
-width=$(( ${#outlets} > 4 ? ${#outlets} : 4 ))
-sql "INSERT INTO devices (code, name) SELECT 'sim-' || lpad(i::text, $width, '0'), 'bench' FROM generate_series(1, $outlets) i"
+register_simulated_outlets "$outlets" bench
 sql "INSERT INTO devices (code, name) SELECT 'reg-' || i, 'registered only'
      FROM generate_series(1, greatest($registered - $outlets, 0)) i"
 
