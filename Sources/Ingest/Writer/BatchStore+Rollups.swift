@@ -66,12 +66,14 @@ extension BatchStore {
                    m.sample_count, m.power_sum_watts, m.power_integral_watt_seconds, m.covered_seconds, m.energy_wh,
                    m.min_power_watts, m.peak_power_watts, timestamptz 'epoch' + m.peak_us * interval '1 microsecond' AS peak_at,
                    m.min_voltage_volts, m.max_voltage_volts, m.last_power_watts,
-                   timestamptz 'epoch' + m.last_us * interval '1 microsecond' AS last_at
+                   timestamptz 'epoch' + m.last_us * interval '1 microsecond' AS last_at,
+                   m.peak_us::double precision AS peak_us, m.last_us::double precision AS last_us
             FROM outletd_staging_minutes m
             WHERE EXISTS (SELECT FROM fast f WHERE f.device_id = m.device_id)
         ), links AS (
             -- The segment from each tail to its outlet's first new sample, in the tail's minute.
             SELECT device_id, date_trunc('minute', tail_at, 'UTC') AS bucket_start, tail_at, tail_power_watts,
+                   (extract(epoch FROM tail_at) * 1000000)::double precision AS tail_us,
                    CASE WHEN seconds <= $1 THEN (tail_power_watts + first_power_watts) / 2 * seconds ELSE 0 END
                        AS power_integral_watt_seconds,
                    CASE WHEN seconds <= $1 THEN seconds ELSE 0 END AS covered_seconds,
@@ -97,7 +99,8 @@ extension BatchStore {
                    coalesce(m.peak_at, l.tail_at) AS peak_at,
                    m.min_voltage_volts, m.max_voltage_volts,
                    coalesce(m.last_power_watts, l.tail_power_watts) AS last_power_watts,
-                   coalesce(m.last_at, l.tail_at) AS last_at
+                   coalesce(m.last_at, l.tail_at) AS last_at,
+                   coalesce(m.peak_us, l.tail_us) AS peak_us, coalesce(m.last_us, l.tail_us) AS last_us
             FROM staged m
             FULL JOIN links l ON l.device_id = m.device_id AND l.bucket_start = m.bucket_start
         ), buckets AS MATERIALIZED (
@@ -149,13 +152,17 @@ extension BatchStore {
         WHERE NOT EXISTS (SELECT FROM fast f WHERE f.device_id = i.device_id)
         """
 
-    /// The measures of a group of delta rows, for an hour or a day.
+    /// The measures of a group of delta rows, for an hour or a day. The peak (highest power, then
+    /// earliest time) and the last sample (latest time) are the maximum of a two-element array of
+    /// power and time in microseconds (exact in a double until the year 2255): an ordered
+    /// `array_agg` would sort every group on its own, twice per group.
     private static let summedMeasures = """
         sum(sample_count), sum(power_sum_watts), sum(power_integral_watt_seconds), sum(covered_seconds),
-                   min(min_power_watts), max(peak_power_watts),
-                   (array_agg(peak_at ORDER BY peak_power_watts DESC, peak_at))[1], sum(energy_wh),
-                   min(min_voltage_volts), max(max_voltage_volts),
-                   (array_agg(last_power_watts ORDER BY last_at DESC))[1], max(last_at)
+                   min(min_power_watts), (max(ARRAY[peak_power_watts, -peak_us]))[1],
+                   timestamptz 'epoch' - (max(ARRAY[peak_power_watts, -peak_us]))[2] * interval '1 microsecond',
+                   sum(energy_wh), min(min_voltage_volts), max(max_voltage_volts),
+                   (max(ARRAY[last_us, last_power_watts]))[2],
+                   timestamptz 'epoch' + (max(ARRAY[last_us, last_power_watts]))[1] * interval '1 microsecond'
         """
 
     /// Adds a delta (`excluded`) to a stored bucket (`table`): sums add, extremes compare, the
