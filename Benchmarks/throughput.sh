@@ -89,8 +89,8 @@ stop_outletd() { # and forget its backlog: the next phase starts from empty tabl
     for _ in $(seq 1 100); do kill -0 "$outletd_pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$outletd_pid" 2>/dev/null || true
     wait "$outletd_pid" 2>/dev/null || true
-    sql "TRUNCATE samples, device_power_totals, power_rollups_minute, power_rollups_hourly, power_rollups_daily, rollup_tails,
-                  ingest_checkpoints"
+    sql "TRUNCATE samples, device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored, power_rollups_daily_stored,
+                  rollup_tails, ingest_checkpoints"
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 start_outletd() {

@@ -71,7 +71,7 @@ func ingest(withoutURL: String, withURL: String) throws {
             let connection = try migratedConnection(rollups ? withURL : withoutURL)
             defer { connection.close() }
             try connection.execute(
-                "TRUNCATE samples, device_power_totals, power_rollups_minute, power_rollups_hourly, power_rollups_daily"
+                "TRUNCATE samples, device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored, power_rollups_daily_stored, rollup_tails"
             )
             try connection.execute("DELETE FROM devices")
             _ = try DeviceStore(connection: connection).addMany(

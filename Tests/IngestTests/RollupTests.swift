@@ -136,8 +136,8 @@ import Testing
 
         // Damage the rollups, then rebuild them: the rebuild gives what the incremental path gave.
         let before = try Harness.scalar(url, Self.rollupFingerprintSQL)
-        try connection.execute("DELETE FROM power_rollups_minute WHERE device_id = $1", [ids[0]])
-        try connection.execute("UPDATE power_rollups_hourly SET energy_wh = -1")
+        try connection.execute("DELETE FROM power_rollups_minute_stored WHERE device_id = $1", [ids[0]])
+        try connection.execute("UPDATE power_rollups_hourly_stored SET energy_wh = -1")
         let rollups = RollupStore(connection: connection)
         let targets = try rollups.rebuildTargets(since: start.addingTimeInterval(-86_400), code: nil)
         #expect(targets.count == 3)
@@ -223,6 +223,10 @@ import Testing
                 """)
             #expect(mismatches == "0", "\(table): rows differing from the from-scratch computation: \(mismatches)")
             #expect(try Harness.count(url, "SELECT count(*) FROM \(table)") > 0)
+            // A bucket is stored or open, never both.
+            let twice = try Harness.count(
+                url, "SELECT count(*) FROM (SELECT FROM \(table) GROUP BY device_id, \(key) HAVING count(*) > 1) d")
+            #expect(twice == 0, "\(table): buckets both stored and open: \(twice)")
         }
     }
 
@@ -356,6 +360,27 @@ import Testing
         #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_minute") == 3)
     }
 
+    @Test func anOpenMinuteOlderThanItsRetentionGoesAndItsHourAndDayStay() throws {
+        let (url, connection, ids) = try setUp(["quiet"])
+        defer { connection.close() }
+        let now = RFC3339.date(from: "2026-06-30T12:00:00Z") ?? Date()
+        // One reading 40 days ago: its minute, hour and day are open in the outlet's tail row.
+        try write([sample(ids[0], now.addingTimeInterval(-40 * 86_400), power: 50)], connection)
+        #expect(try Harness.count(url, "SELECT count(*) FROM rollup_tails WHERE open_minute_start IS NOT NULL") == 1)
+        var retention = OutletdConfiguration.RetentionSettings()
+        retention.rawDays = 60
+        retention.minuteRollupDays = 35
+        let outcome = try RollupStore(connection: connection).maintain(retention, now: now)
+        #expect(outcome.minuteRowsDeleted == 1)
+        #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_minute") == 0)
+        #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_hourly") == 1)
+        #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_daily") == 1)
+        // The tail stays (its partition does), and the next reading merges from it.
+        try write([sample(ids[0], now.addingTimeInterval(-40 * 86_400 + 30), power: 70)], connection)
+        try expectTailsAreNewestSamples(url)
+        #expect(try Harness.scalar(url, "SELECT sample_count FROM power_rollups_hourly") == "2")
+    }
+
     @Test func aTailGoesWithItsPartitionAndWithItsOutlet() throws {
         let (url, connection, ids) = try setUp(["silent", "recent"])
         defer { connection.close() }
@@ -371,6 +396,10 @@ import Testing
         retention.minuteRollupDays = 35
         _ = try RollupStore(connection: connection).maintain(retention, now: now)
         #expect(try Harness.count(url, "SELECT count(*) FROM rollup_tails") == 1)
+        // The silent outlet's open minute, hour and day were written to the stored tables first.
+        #expect(
+            try Harness.count(url, "SELECT count(*) FROM power_rollups_daily_stored WHERE device_id = \(ids[0])") == 1)
+        #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_minute WHERE device_id = \(ids[0])") == 1)
         // Now both report 30 Wh: only "recent" still has the sample the counter difference starts at.
         try write(
             [sample(ids[0], now, power: 50, energy: 30), sample(ids[1], now, power: 50, energy: 30)], connection)

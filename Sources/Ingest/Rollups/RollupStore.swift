@@ -77,21 +77,31 @@ public struct RollupStore {
                 [now, Int32(retention.rawDays)])
             outcome.partitionsDropped = (0..<dropped.rowCount).compactMap { dropped[$0, 0] }
         }
-        outcome.minuteRowsDeleted = try deleteOlder(
-            "power_rollups_minute", "bucket_start", retention.minuteRollupDays, now)
-        outcome.hourlyRowsDeleted = try deleteOlder(
-            "power_rollups_hourly", "bucket_start", retention.hourlyRollupDays, now)
-        outcome.dailyRowsDeleted = try deleteOlder(
-            "power_rollups_daily", "bucket_start", retention.dailyRollupDays, now)
+        outcome.minuteRowsDeleted = try deleteOlder("minute", open: "open_minute", retention.minuteRollupDays, now)
+        outcome.hourlyRowsDeleted = try deleteOlder("hourly", open: "open_hour", retention.hourlyRollupDays, now)
+        outcome.dailyRowsDeleted = try deleteOlder("daily", open: "open_day", retention.dailyRollupDays, now)
         return outcome
     }
 
-    /// Deletes rows of `table` whose `column` is more than `days` before `now`; 0 days keeps all.
-    private func deleteOlder(_ table: StaticString, _ column: StaticString, _ days: Int, _ now: Date) throws -> Int {
+    /// Deletes the rollups of `level` (`power_rollups_<level>`) whose bucket started more than
+    /// `days` before `now`; 0 days keeps all. An open bucket that old (an outlet silent since) is
+    /// closed first, so that it goes too.
+    private func deleteOlder(_ level: StaticString, open: StaticString, _ days: Int, _ now: Date) throws -> Int {
         guard days > 0 else { return 0 }
-        let result = try connection.execute(
-            "DELETE FROM \(table) WHERE \(column) < $1::timestamptz - make_interval(days => $2)", [now, Int32(days)])
-        return result.affectedRows ?? 0
+        let parameters: [(any PostgresBindable)?] = [now, Int32(days)]
+        return try connection.transaction {
+            try connection.execute(
+                """
+                SELECT outletd_rollups_close(array_agg(device_id ORDER BY device_id)) FROM rollup_tails
+                WHERE \(open)_start < $1::timestamptz - make_interval(days => $2) HAVING count(*) > 0
+                """, parameters)
+            let result = try connection.execute(
+                """
+                DELETE FROM power_rollups_\(level)_stored
+                WHERE bucket_start < $1::timestamptz - make_interval(days => $2)
+                """, parameters)
+            return result.affectedRows ?? 0
+        }
     }
 
     /// One outlet's share of a rebuild.

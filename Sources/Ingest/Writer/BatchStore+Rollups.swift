@@ -6,8 +6,10 @@ import Postgres
 /// really inserted (`outletd_inserted_devices`), the writer stages its ``RollupDeltas`` (one row per
 /// outlet and one per outlet-minute), locks the outlets, and merges: an outlet whose samples were
 /// all inserted and all come after its tail gets the staged deltas plus the segment from its tail
-/// added to its minutes, hours and days. Every other outlet (a replayed reading, a late reading,
-/// two readings at one time) is recomputed from the raw samples by `outletd_rollups_after_insert`.
+/// added to its open minute, hour and day (kept in its `rollup_tails` row; a bucket goes to its
+/// table once the outlet's data has moved past it). Every other outlet (a replayed reading, a late
+/// reading, two readings at one time) is recomputed from the raw samples by
+/// `outletd_rollups_after_insert`, which first closes the outlet's open buckets.
 extension BatchStore {
     func updateRollups(_ batch: Batch, maxGapSeconds: Double, _ connection: PostgresConnection) throws {
         let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
@@ -42,10 +44,11 @@ extension BatchStore {
         SELECT outletd_lock_devices(array_agg(device_id)) FROM outletd_inserted_devices
         """
 
-    /// Merges the staged deltas of the outlets that qualify (see the type's comment) into the
-    /// rollups and moves their tails; returns the other outlets with inserted samples, as an array.
-    /// `$1` is the maximum gap the deltas were computed with; if the stored setting differs, every
-    /// outlet is recomputed.
+    /// Merges the staged deltas of the outlets that qualify (see the type's comment) into their open
+    /// minute, hour and day (kept in `rollup_tails`, migration 10) and moves their tails; writes a
+    /// bucket to its stored table once the outlet's data has moved past it. Returns the other outlets
+    /// with inserted samples, as an array. `$1` is the maximum gap the deltas were computed with; if
+    /// the stored setting differs, every outlet is recomputed.
     static let mergeRollupsSQL = """
         WITH settings AS (
             -- (LIMIT 1: the planner has no statistics on this one-row table.)
@@ -56,7 +59,8 @@ extension BatchStore {
                    c.first_power_watts, c.first_energy_wh,
                    timestamptz 'epoch' + c.last_us * interval '1 microsecond' AS last_at,
                    c.last_power_watts, c.last_energy_wh,
-                   t.measured_at AS tail_at, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh
+                   t.measured_at AS tail_at, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
+                   t.device_id IS NOT NULL AS has_tail
             FROM outletd_staging_chains c
             JOIN outletd_inserted_devices i ON i.device_id = c.device_id AND i.sample_count = c.sample_count
             LEFT JOIN rollup_tails t ON t.device_id = c.device_id
@@ -64,16 +68,14 @@ extension BatchStore {
         ), staged AS (
             SELECT m.device_id, timestamptz 'epoch' + m.bucket_us * interval '1 microsecond' AS bucket_start,
                    m.sample_count, m.power_sum_watts, m.power_integral_watt_seconds, m.covered_seconds, m.energy_wh,
-                   m.min_power_watts, m.peak_power_watts, timestamptz 'epoch' + m.peak_us * interval '1 microsecond' AS peak_at,
-                   m.min_voltage_volts, m.max_voltage_volts, m.last_power_watts,
-                   timestamptz 'epoch' + m.last_us * interval '1 microsecond' AS last_at,
+                   m.min_power_watts, m.peak_power_watts, m.min_voltage_volts, m.max_voltage_volts, m.last_power_watts,
                    m.peak_us::double precision AS peak_us, m.last_us::double precision AS last_us
             FROM outletd_staging_minutes m
             WHERE EXISTS (SELECT FROM fast f WHERE f.device_id = m.device_id)
         ), links AS (
             -- The segment from each tail to its outlet's first new sample, in the tail's minute.
-            SELECT device_id, date_trunc('minute', tail_at, 'UTC') AS bucket_start, tail_at, tail_power_watts,
-                   (extract(epoch FROM tail_at) * 1000000)::double precision AS tail_us,
+            SELECT device_id, date_trunc('minute', tail_at, 'UTC') AS bucket_start, tail_power_watts,
+                   \(microseconds("tail_at")) AS tail_us,
                    CASE WHEN seconds <= $1 THEN (tail_power_watts + first_power_watts) / 2 * seconds ELSE 0 END
                        AS power_integral_watt_seconds,
                    CASE WHEN seconds <= $1 THEN seconds ELSE 0 END AS covered_seconds,
@@ -86,21 +88,20 @@ extension BatchStore {
                   FROM fast WHERE tail_at IS NOT NULL) f
         ), joined AS (
             -- A link joins the staged row of its minute when the batch has one. Alone, it counts no
-            -- sample and carries the tail as minimum, peak and last sample: the stored minute holds
-            -- the tail already, so merging that changes nothing there.
+            -- sample and carries the tail as minimum, peak and last sample: the minute holds the
+            -- tail already, so merging that changes nothing there.
             SELECT coalesce(m.device_id, l.device_id) AS device_id, coalesce(m.bucket_start, l.bucket_start) AS bucket_start,
                    coalesce(m.sample_count, 0) AS sample_count, coalesce(m.power_sum_watts, 0) AS power_sum_watts,
                    coalesce(m.power_integral_watt_seconds, 0) + coalesce(l.power_integral_watt_seconds, 0)
                        AS power_integral_watt_seconds,
                    coalesce(m.covered_seconds, 0) + coalesce(l.covered_seconds, 0) AS covered_seconds,
-                   coalesce(m.energy_wh, 0) + coalesce(l.energy_wh, 0) AS energy_wh,
                    coalesce(m.min_power_watts, l.tail_power_watts) AS min_power_watts,
                    coalesce(m.peak_power_watts, l.tail_power_watts) AS peak_power_watts,
-                   coalesce(m.peak_at, l.tail_at) AS peak_at,
+                   coalesce(m.peak_us, l.tail_us) AS peak_us,
+                   coalesce(m.energy_wh, 0) + coalesce(l.energy_wh, 0) AS energy_wh,
                    m.min_voltage_volts, m.max_voltage_volts,
                    coalesce(m.last_power_watts, l.tail_power_watts) AS last_power_watts,
-                   coalesce(m.last_at, l.tail_at) AS last_at,
-                   coalesce(m.peak_us, l.tail_us) AS peak_us, coalesce(m.last_us, l.tail_us) AS last_us
+                   coalesce(m.last_us, l.tail_us) AS last_us
             FROM staged m
             FULL JOIN links l ON l.device_id = m.device_id AND l.bucket_start = m.bucket_start
         ), buckets AS MATERIALIZED (
@@ -111,58 +112,176 @@ extension BatchStore {
                         FROM (SELECT DISTINCT bucket_start FROM joined) b CROSS JOIN settings s) with_hour) with_day
         ), delta AS MATERIALIZED (
             SELECT j.*, b.hour_start, b.day, b.day_start FROM joined j JOIN buckets b USING (bucket_start)
+        ), heads AS MATERIALIZED (
+            -- Per outlet, the minute, hour and day of its newest sample, open after this batch, and
+            -- the buckets open before it.
+            SELECT f.device_id, f.has_tail, f.last_at, f.last_power_watts, f.last_energy_wh,
+                   b.bucket_start AS minute_start, b.hour_start, b.day, b.day_start,
+                   \(openColumns("open_minute")), \(openColumns("open_hour")), \(openColumns("open_day")),
+                   t.open_day_date
+            FROM fast f
+            JOIN buckets b ON b.bucket_start = date_trunc('minute', f.last_at, 'UTC')
+            LEFT JOIN rollup_tails t ON t.device_id = f.device_id
+        ), \(adopted("minute", key: "bucket_start", head: "minute_start")), \
+        \(adopted("hourly", key: "bucket_start", head: "hour_start")), \
+        \(adopted("daily", key: "day", head: "day")), \
+        minute_sums AS MATERIALIZED (
+            SELECT device_id, bucket_start, \(summedMeasures)
+            FROM (SELECT device_id, bucket_start, \(deltaMeasures) FROM delta
+                  UNION ALL
+                  SELECT device_id, open_minute_start, \(openMeasures("open_minute")) FROM heads
+                  WHERE open_minute_start IS NOT NULL
+                  UNION ALL
+                  SELECT device_id, bucket_start, \(storedMeasures) FROM adopted_minute) parts
+            GROUP BY device_id, bucket_start
+        ), hour_sums AS MATERIALIZED (
+            SELECT device_id, bucket_start, \(summedMeasures)
+            FROM (SELECT device_id, hour_start AS bucket_start, \(deltaMeasures) FROM delta
+                  UNION ALL
+                  SELECT device_id, open_hour_start, \(openMeasures("open_hour")) FROM heads
+                  WHERE open_hour_start IS NOT NULL
+                  UNION ALL
+                  SELECT device_id, bucket_start, \(storedMeasures) FROM adopted_hourly) parts
+            GROUP BY device_id, bucket_start
+        ), day_sums AS MATERIALIZED (
+            -- (Grouped by day alone: should the time zone have changed, the day keeps its first start.)
+            SELECT device_id, day, min(bucket_start) AS bucket_start, \(summedMeasures)
+            FROM (SELECT device_id, day, day_start AS bucket_start, \(deltaMeasures) FROM delta
+                  UNION ALL
+                  SELECT device_id, open_day_date, open_day_start, \(openMeasures("open_day")) FROM heads
+                  WHERE open_day_start IS NOT NULL
+                  UNION ALL
+                  SELECT device_id, day, bucket_start, \(storedMeasures) FROM adopted_daily) parts
+            GROUP BY device_id, day
         ), minutes AS (
-            INSERT INTO power_rollups_minute AS m (device_id, bucket_start, sample_count, power_sum_watts,
-                power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
-                min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
-            SELECT device_id, bucket_start, sample_count, power_sum_watts, power_integral_watt_seconds, covered_seconds,
-                   min_power_watts, peak_power_watts, peak_at, energy_wh, min_voltage_volts, max_voltage_volts,
-                   last_power_watts, last_at
-            FROM delta
-            ORDER BY device_id, bucket_start
+            INSERT INTO power_rollups_minute_stored AS m (device_id, bucket_start, \(measureColumns))
+            SELECT s.device_id, s.bucket_start, \(measureColumns("s"))
+            FROM minute_sums s JOIN heads h ON h.device_id = s.device_id AND h.minute_start <> s.bucket_start
+            ORDER BY s.device_id, s.bucket_start
             ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("m"))
         ), hours AS (
-            INSERT INTO power_rollups_hourly AS h (device_id, bucket_start, sample_count, power_sum_watts,
-                power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
-                min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
-            SELECT device_id, hour_start, \(summedMeasures)
-            FROM delta
-            GROUP BY device_id, hour_start
-            ORDER BY device_id, hour_start
-            ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("h"))
+            INSERT INTO power_rollups_hourly_stored AS r (device_id, bucket_start, \(measureColumns))
+            SELECT s.device_id, s.bucket_start, \(measureColumns("s"))
+            FROM hour_sums s JOIN heads h ON h.device_id = s.device_id AND h.hour_start <> s.bucket_start
+            ORDER BY s.device_id, s.bucket_start
+            ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("r"))
         ), days AS (
-            INSERT INTO power_rollups_daily AS d (device_id, day, bucket_start, sample_count, power_sum_watts,
-                power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
-                min_voltage_volts, max_voltage_volts, last_power_watts, last_at)
-            SELECT device_id, day, day_start, \(summedMeasures)
-            FROM delta
-            GROUP BY device_id, day, day_start
-            ORDER BY device_id, day
-            ON CONFLICT (device_id, day) DO UPDATE SET \(mergedMeasures("d"))
-        ), tails AS (
-            INSERT INTO rollup_tails AS t (device_id, measured_at, power_watts, energy_wh)
-            SELECT device_id, last_at, last_power_watts, last_energy_wh FROM fast
-            ORDER BY device_id
-            ON CONFLICT (device_id) DO UPDATE SET
-                measured_at = excluded.measured_at, power_watts = excluded.power_watts, energy_wh = excluded.energy_wh
-            WHERE excluded.measured_at > t.measured_at
+            INSERT INTO power_rollups_daily_stored AS r (device_id, day, bucket_start, \(measureColumns))
+            SELECT s.device_id, s.day, s.bucket_start, \(measureColumns("s"))
+            FROM day_sums s JOIN heads h ON h.device_id = s.device_id AND h.day <> s.day
+            ORDER BY s.device_id, s.day
+            ON CONFLICT (device_id, day) DO UPDATE SET \(mergedMeasures("r"))
+        ), opened AS (
+            SELECT h.device_id, h.has_tail, h.last_at, h.last_power_watts, h.last_energy_wh,
+                   \(opening("m", as: "open_minute")), \(opening("o", as: "open_hour")),
+                   \(opening("d", as: "open_day")), d.day AS open_day_date
+            FROM heads h
+            JOIN minute_sums m ON m.device_id = h.device_id AND m.bucket_start = h.minute_start
+            JOIN hour_sums o ON o.device_id = h.device_id AND o.bucket_start = h.hour_start
+            JOIN day_sums d ON d.device_id = h.device_id AND d.day = h.day
+        ), moved AS (
+            UPDATE rollup_tails t SET (measured_at, power_watts, energy_wh, \(openBucketColumns)) =
+                (o.last_at, o.last_power_watts, o.last_energy_wh, \(openBucketColumns("o")))
+            FROM opened o
+            WHERE o.has_tail AND t.device_id = o.device_id
+        ), added AS (
+            INSERT INTO rollup_tails (device_id, measured_at, power_watts, energy_wh, \(openBucketColumns))
+            SELECT device_id, last_at, last_power_watts, last_energy_wh, \(openBucketColumns)
+            FROM opened
+            WHERE NOT has_tail
         )
         SELECT coalesce(array_agg(i.device_id ORDER BY i.device_id), '{}')
         FROM outletd_inserted_devices i
         WHERE NOT EXISTS (SELECT FROM fast f WHERE f.device_id = i.device_id)
         """
 
-    /// The measures of a group of delta rows, for an hour or a day. The peak (highest power, then
-    /// earliest time) and the last sample (latest time) are the maximum of a two-element array of
-    /// power and time in microseconds (exact in a double until the year 2255): an ordered
-    /// `array_agg` would sort every group on its own, twice per group.
+    /// The measures of a bucket, in the column order of the rollup tables.
+    private static let measures = [
+        "sample_count", "power_sum_watts", "power_integral_watt_seconds", "covered_seconds", "min_power_watts",
+        "peak_power_watts", "peak_at", "energy_wh", "min_voltage_volts", "max_voltage_volts", "last_power_watts",
+        "last_at",
+    ]
+
+    private static let measureColumns = measures.joined(separator: ", ")
+
+    private static func measureColumns(_ table: String) -> String {
+        measures.map { "\(table).\($0)" }.joined(separator: ", ")
+    }
+
+    /// Microseconds since 1970 of a `timestamptz` expression, as a double precision (exact: the
+    /// double `date_part` gives is within a microsecond, and the rounding removes the error).
+    private static func microseconds(_ time: String) -> String {
+        "round(date_part('epoch', \(time)) * 1000000)"
+    }
+
+    /// The measures in the form ``summedMeasures`` reads: times in microseconds since 1970.
+    private static let deltaMeasures = measures.map { $0.hasSuffix("_at") ? $0.dropLast(3) + "_us" : $0 }
+        .joined(separator: ", ")
+
+    /// ``deltaMeasures`` of a stored row.
+    private static let storedMeasures = measures.map { $0.hasSuffix("_at") ? microseconds($0) : $0 }
+        .joined(separator: ", ")
+
+    /// The columns of an outlet's open buckets in `rollup_tails` (`open_minute_start`,
+    /// `open_minute_sample_count`, …, `open_day_date`).
+    private static let openBucketColumns =
+        ["open_minute", "open_hour", "open_day"].flatMap { level in
+            ["\(level)_start"] + measures.map { "\(level)_\($0)" }
+        }.joined(separator: ", ") + ", open_day_date"
+
+    private static func openBucketColumns(_ table: String) -> String {
+        openBucketColumns.split(separator: ", ").map { "\(table).\($0)" }.joined(separator: ", ")
+    }
+
+    /// An open bucket's columns of `rollup_tails t`, read once: its start and measures, with its
+    /// times also in microseconds (`<level>_peak_us`, `<level>_last_us`).
+    private static func openColumns(_ level: String) -> String {
+        (["start"] + measures).map { "t.\(level)_\($0)" }.joined(separator: ", ") + ", "
+            + measures.filter { $0.hasSuffix("_at") }.map {
+                "\(microseconds("t.\(level)_\($0)")) AS \(level)_\($0.dropLast(3))_us"
+            }.joined(separator: ", ")
+    }
+
+    /// The ``deltaMeasures`` of an open bucket read by ``openColumns(_:)``.
+    private static func openMeasures(_ level: String) -> String {
+        deltaMeasures.split(separator: ", ").map { "\(level)_\($0)" }.joined(separator: ", ")
+    }
+
+    /// A bucket of `sums` (a ``summedMeasures`` grouping) as the columns of an open bucket.
+    private static func opening(_ sums: String, as level: String) -> String {
+        (["bucket_start"] + measures).map {
+            "\(sums).\($0) AS \(level)_\($0 == "bucket_start" ? "start" : $0)"
+        }.joined(separator: ", ")
+    }
+
+    /// Deletes the stored row of the bucket (of `table`) that opens for an outlet that had no open
+    /// buckets, and returns it: its measures join the open bucket, which never has a stored row
+    /// beside it. (An outlet has no open buckets when it is new, or after a late reading, a
+    /// rebuild or retention closed them.)
+    private static func adopted(_ table: String, key: String, head: String) -> String {
+        """
+        adopted_\(table) AS (
+                    DELETE FROM power_rollups_\(table)_stored s USING heads h
+                    WHERE h.open_minute_start IS NULL AND s.device_id = h.device_id AND s.\(key) = h.\(head)
+                    RETURNING s.*
+                )
+        """
+    }
+
+    /// The measures of a group of rows in ``deltaMeasures`` form, for one bucket. The peak
+    /// (highest power, then earliest time) and the last sample (latest time) are the maximum of a
+    /// two-element array of power and time in microseconds (exact in a double until the year
+    /// 2255): an ordered `array_agg` would sort every group on its own, twice per group.
     private static let summedMeasures = """
-        sum(sample_count), sum(power_sum_watts), sum(power_integral_watt_seconds), sum(covered_seconds),
-                   min(min_power_watts), (max(ARRAY[peak_power_watts, -peak_us]))[1],
-                   timestamptz 'epoch' - (max(ARRAY[peak_power_watts, -peak_us]))[2] * interval '1 microsecond',
-                   sum(energy_wh), min(min_voltage_volts), max(max_voltage_volts),
-                   (max(ARRAY[last_us, last_power_watts]))[2],
-                   timestamptz 'epoch' + (max(ARRAY[last_us, last_power_watts]))[1] * interval '1 microsecond'
+        sum(sample_count) AS sample_count, sum(power_sum_watts) AS power_sum_watts,
+                   sum(power_integral_watt_seconds) AS power_integral_watt_seconds,
+                   sum(covered_seconds) AS covered_seconds, min(min_power_watts) AS min_power_watts,
+                   (max(ARRAY[peak_power_watts, -peak_us]))[1] AS peak_power_watts,
+                   timestamptz 'epoch' - (max(ARRAY[peak_power_watts, -peak_us]))[2] * interval '1 microsecond' AS peak_at,
+                   sum(energy_wh) AS energy_wh, min(min_voltage_volts) AS min_voltage_volts,
+                   max(max_voltage_volts) AS max_voltage_volts,
+                   (max(ARRAY[last_us, last_power_watts]))[2] AS last_power_watts,
+                   timestamptz 'epoch' + (max(ARRAY[last_us, last_power_watts]))[1] * interval '1 microsecond' AS last_at
         """
 
     /// Adds a delta (`excluded`) to a stored bucket (`table`): sums add, extremes compare, the
