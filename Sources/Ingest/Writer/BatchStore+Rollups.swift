@@ -125,15 +125,23 @@ extension BatchStore {
         ), \(adopted("minute", key: "bucket_start", head: "minute_start")), \
         \(adopted("hourly", key: "bucket_start", head: "hour_start")), \
         \(adopted("daily", key: "day", head: "day")), \
-        minute_sums AS MATERIALIZED (
-            SELECT device_id, bucket_start, \(summedMeasures)
-            FROM (SELECT device_id, bucket_start, \(deltaMeasures) FROM delta
+        earlier_minutes AS (
+            -- Per outlet, the minute it had before this batch: open, or taken from its table.
+            SELECT device_id, open_minute_start AS bucket_start, \(openMeasures("open_minute", aliased: true))
+            FROM heads WHERE open_minute_start IS NOT NULL
+            UNION ALL
+            SELECT device_id, bucket_start, \(storedMeasures) FROM adopted_minute
+        ), minute_sums AS MATERIALIZED (
+            -- The delta has one row per outlet and minute: only the minute an outlet had before
+            -- needs adding to (a join, not a grouping: the batch's minutes are most of the rows).
+            SELECT device_id, bucket_start, \(fromMicroseconds)
+            FROM (SELECT d.device_id, d.bucket_start, \(deltaMeasures("d")) FROM delta d
+                  WHERE NOT EXISTS (SELECT FROM earlier_minutes e
+                                    WHERE e.device_id = d.device_id AND e.bucket_start = d.bucket_start)
                   UNION ALL
-                  SELECT device_id, open_minute_start, \(openMeasures("open_minute")) FROM heads
-                  WHERE open_minute_start IS NOT NULL
-                  UNION ALL
-                  SELECT device_id, bucket_start, \(storedMeasures) FROM adopted_minute) parts
-            GROUP BY device_id, bucket_start
+                  SELECT e.device_id, e.bucket_start, \(added("e", "d"))
+                  FROM earlier_minutes e
+                  LEFT JOIN delta d ON d.device_id = e.device_id AND d.bucket_start = e.bucket_start) parts
         ), hour_sums AS MATERIALIZED (
             SELECT device_id, bucket_start, \(summedMeasures)
             FROM (SELECT device_id, hour_start AS bucket_start, \(deltaMeasures) FROM delta
@@ -242,9 +250,47 @@ extension BatchStore {
             }.joined(separator: ", ")
     }
 
-    /// The ``deltaMeasures`` of an open bucket read by ``openColumns(_:)``.
-    private static func openMeasures(_ level: String) -> String {
-        deltaMeasures.split(separator: ", ").map { "\(level)_\($0)" }.joined(separator: ", ")
+    private static func deltaMeasures(_ table: String) -> String {
+        deltaMeasures.split(separator: ", ").map { "\(table).\($0)" }.joined(separator: ", ")
+    }
+
+    /// The ``deltaMeasures`` of an open bucket read by ``openColumns(_:)``, `aliased` to their
+    /// ``deltaMeasures`` names.
+    private static func openMeasures(_ level: String, aliased: Bool = false) -> String {
+        deltaMeasures.split(separator: ", ").map { "\(level)_\($0)" + (aliased ? " AS \($0)" : "") }
+            .joined(separator: ", ")
+    }
+
+    /// The measures of a row in ``deltaMeasures`` form, times back to `timestamptz`.
+    private static let fromMicroseconds = deltaMeasures.split(separator: ", ").map {
+        $0.hasSuffix("_us")
+            ? "timestamptz 'epoch' + \($0) * interval '1 microsecond' AS \($0.dropLast(3))_at" : String($0)
+    }.joined(separator: ", ")
+
+    /// A bucket (`bucket`, in ``deltaMeasures`` form) with a delta (`delta`, the same form, NULL
+    /// when there is none) added: sums add, extremes compare, the earliest time at the peak and the
+    /// latest sample win.
+    private static func added(_ bucket: String, _ delta: String) -> String {
+        let newPeak = """
+            \(delta).peak_power_watts > \(bucket).peak_power_watts
+                                   OR (\(delta).peak_power_watts = \(bucket).peak_power_watts AND \(delta).peak_us < \(bucket).peak_us)
+            """
+        return """
+            \(bucket).sample_count + coalesce(\(delta).sample_count, 0) AS sample_count,
+                                  \(bucket).power_sum_watts + coalesce(\(delta).power_sum_watts, 0) AS power_sum_watts,
+                                  \(bucket).power_integral_watt_seconds + coalesce(\(delta).power_integral_watt_seconds, 0)
+                                      AS power_integral_watt_seconds,
+                                  \(bucket).covered_seconds + coalesce(\(delta).covered_seconds, 0) AS covered_seconds,
+                                  least(\(bucket).min_power_watts, \(delta).min_power_watts) AS min_power_watts,
+                                  greatest(\(bucket).peak_power_watts, \(delta).peak_power_watts) AS peak_power_watts,
+                                  CASE WHEN \(newPeak) THEN \(delta).peak_us ELSE \(bucket).peak_us END AS peak_us,
+                                  \(bucket).energy_wh + coalesce(\(delta).energy_wh, 0) AS energy_wh,
+                                  least(\(bucket).min_voltage_volts, \(delta).min_voltage_volts) AS min_voltage_volts,
+                                  greatest(\(bucket).max_voltage_volts, \(delta).max_voltage_volts) AS max_voltage_volts,
+                                  CASE WHEN \(delta).last_us >= \(bucket).last_us THEN \(delta).last_power_watts
+                                       ELSE \(bucket).last_power_watts END AS last_power_watts,
+                                  greatest(\(bucket).last_us, \(delta).last_us) AS last_us
+            """
     }
 
     /// A bucket of `sums` (a ``summedMeasures`` grouping) as the columns of an open bucket.
