@@ -210,11 +210,21 @@ extension BatchStore {
         "last_at",
     ]
 
-    private static let measureColumns = measures.joined(separator: ", ")
+    /// ``measures`` with the times (`peak_at`, `last_at`) in microseconds since 1970 (`peak_us`,
+    /// `last_us`): the form ``summedMeasures`` and ``added(_:_:)`` read.
+    private static let deltaMeasureNames = measures.map { $0.hasSuffix("_at") ? $0.dropLast(3) + "_us" : $0 }
 
-    private static func measureColumns(_ table: String) -> String {
-        measures.map { "\(table).\($0)" }.joined(separator: ", ")
+    private static func list(_ names: [String], of table: String? = nil) -> String {
+        names.map { name in table.map { "\($0).\(name)" } ?? name }.joined(separator: ", ")
     }
+
+    private static let measureColumns = list(measures)
+
+    private static func measureColumns(_ table: String) -> String { list(measures, of: table) }
+
+    private static let deltaMeasures = list(deltaMeasureNames)
+
+    private static func deltaMeasures(_ table: String) -> String { list(deltaMeasureNames, of: table) }
 
     /// Microseconds since 1970 of a `timestamptz` expression, as a double precision (exact: the
     /// double `date_part` gives is within a microsecond, and the rounding removes the error).
@@ -222,24 +232,20 @@ extension BatchStore {
         "round(date_part('epoch', \(time)) * 1000000)"
     }
 
-    /// The measures in the form ``summedMeasures`` reads: times in microseconds since 1970.
-    private static let deltaMeasures = measures.map { $0.hasSuffix("_at") ? $0.dropLast(3) + "_us" : $0 }
-        .joined(separator: ", ")
-
     /// ``deltaMeasures`` of a stored row.
     private static let storedMeasures = measures.map { $0.hasSuffix("_at") ? microseconds($0) : $0 }
         .joined(separator: ", ")
 
     /// The columns of an outlet's open buckets in `rollup_tails` (`open_minute_start`,
     /// `open_minute_sample_count`, …, `open_day_date`).
-    private static let openBucketColumns =
+    private static let openBucketColumnNames =
         ["open_minute", "open_hour", "open_day"].flatMap { level in
             ["\(level)_start"] + measures.map { "\(level)_\($0)" }
-        }.joined(separator: ", ") + ", open_day_date"
+        } + ["open_day_date"]
 
-    private static func openBucketColumns(_ table: String) -> String {
-        openBucketColumns.split(separator: ", ").map { "\(table).\($0)" }.joined(separator: ", ")
-    }
+    private static let openBucketColumns = list(openBucketColumnNames)
+
+    private static func openBucketColumns(_ table: String) -> String { list(openBucketColumnNames, of: table) }
 
     /// An open bucket's columns of `rollup_tails t`, read once: its start and measures, with its
     /// times also in microseconds (`<level>_peak_us`, `<level>_last_us`).
@@ -250,47 +256,56 @@ extension BatchStore {
             }.joined(separator: ", ")
     }
 
-    private static func deltaMeasures(_ table: String) -> String {
-        deltaMeasures.split(separator: ", ").map { "\(table).\($0)" }.joined(separator: ", ")
-    }
-
     /// The ``deltaMeasures`` of an open bucket read by ``openColumns(_:)``, `aliased` to their
     /// ``deltaMeasures`` names.
     private static func openMeasures(_ level: String, aliased: Bool = false) -> String {
-        deltaMeasures.split(separator: ", ").map { "\(level)_\($0)" + (aliased ? " AS \($0)" : "") }
-            .joined(separator: ", ")
+        deltaMeasureNames.map { "\(level)_\($0)" + (aliased ? " AS \($0)" : "") }.joined(separator: ", ")
     }
 
     /// The measures of a row in ``deltaMeasures`` form, times back to `timestamptz`.
-    private static let fromMicroseconds = deltaMeasures.split(separator: ", ").map {
-        $0.hasSuffix("_us")
-            ? "timestamptz 'epoch' + \($0) * interval '1 microsecond' AS \($0.dropLast(3))_at" : String($0)
+    private static let fromMicroseconds = deltaMeasureNames.map {
+        $0.hasSuffix("_us") ? "timestamptz 'epoch' + \($0) * interval '1 microsecond' AS \($0.dropLast(3))_at" : $0
     }.joined(separator: ", ")
 
-    /// A bucket (`bucket`, in ``deltaMeasures`` form) with a delta (`delta`, the same form, NULL
-    /// when there is none) added: sums add, extremes compare, the earliest time at the peak and the
-    /// latest sample win.
-    private static func added(_ bucket: String, _ delta: String) -> String {
+    /// Per measure, a bucket (`bucket`) with a delta (`delta`, NULL when there is none) added:
+    /// sums add, extremes compare, the earliest time at the peak and the latest sample win. `time`
+    /// is the suffix of the two time columns: `_at` (timestamps) or `_us` (microseconds).
+    private static func addedMeasures(_ bucket: String, _ delta: String, time: String) -> [(String, String)] {
         let newPeak = """
             \(delta).peak_power_watts > \(bucket).peak_power_watts
-                                   OR (\(delta).peak_power_watts = \(bucket).peak_power_watts AND \(delta).peak_us < \(bucket).peak_us)
+                                     OR (\(delta).peak_power_watts = \(bucket).peak_power_watts AND \(delta).peak\(time) < \(bucket).peak\(time))
             """
-        return """
-            \(bucket).sample_count + coalesce(\(delta).sample_count, 0) AS sample_count,
-                                  \(bucket).power_sum_watts + coalesce(\(delta).power_sum_watts, 0) AS power_sum_watts,
-                                  \(bucket).power_integral_watt_seconds + coalesce(\(delta).power_integral_watt_seconds, 0)
-                                      AS power_integral_watt_seconds,
-                                  \(bucket).covered_seconds + coalesce(\(delta).covered_seconds, 0) AS covered_seconds,
-                                  least(\(bucket).min_power_watts, \(delta).min_power_watts) AS min_power_watts,
-                                  greatest(\(bucket).peak_power_watts, \(delta).peak_power_watts) AS peak_power_watts,
-                                  CASE WHEN \(newPeak) THEN \(delta).peak_us ELSE \(bucket).peak_us END AS peak_us,
-                                  \(bucket).energy_wh + coalesce(\(delta).energy_wh, 0) AS energy_wh,
-                                  least(\(bucket).min_voltage_volts, \(delta).min_voltage_volts) AS min_voltage_volts,
-                                  greatest(\(bucket).max_voltage_volts, \(delta).max_voltage_volts) AS max_voltage_volts,
-                                  CASE WHEN \(delta).last_us >= \(bucket).last_us THEN \(delta).last_power_watts
-                                       ELSE \(bucket).last_power_watts END AS last_power_watts,
-                                  greatest(\(bucket).last_us, \(delta).last_us) AS last_us
-            """
+        return [
+            ("sample_count", "\(bucket).sample_count + coalesce(\(delta).sample_count, 0)"),
+            ("power_sum_watts", "\(bucket).power_sum_watts + coalesce(\(delta).power_sum_watts, 0)"),
+            (
+                "power_integral_watt_seconds",
+                "\(bucket).power_integral_watt_seconds + coalesce(\(delta).power_integral_watt_seconds, 0)"
+            ),
+            ("covered_seconds", "\(bucket).covered_seconds + coalesce(\(delta).covered_seconds, 0)"),
+            ("min_power_watts", "least(\(bucket).min_power_watts, \(delta).min_power_watts)"),
+            ("peak_power_watts", "greatest(\(bucket).peak_power_watts, \(delta).peak_power_watts)"),
+            ("peak\(time)", "CASE WHEN \(newPeak) THEN \(delta).peak\(time) ELSE \(bucket).peak\(time) END"),
+            ("energy_wh", "\(bucket).energy_wh + coalesce(\(delta).energy_wh, 0)"),
+            ("min_voltage_volts", "least(\(bucket).min_voltage_volts, \(delta).min_voltage_volts)"),
+            ("max_voltage_volts", "greatest(\(bucket).max_voltage_volts, \(delta).max_voltage_volts)"),
+            (
+                "last_power_watts",
+                "CASE WHEN \(delta).last\(time) >= \(bucket).last\(time) THEN \(delta).last_power_watts ELSE \(bucket).last_power_watts END"
+            ),
+            ("last\(time)", "greatest(\(bucket).last\(time), \(delta).last\(time))"),
+        ]
+    }
+
+    /// A bucket in ``deltaMeasures`` form with a delta (the same form, NULL when there is none)
+    /// added, as a select list.
+    private static func added(_ bucket: String, _ delta: String) -> String {
+        addedMeasures(bucket, delta, time: "_us").map { "\($1) AS \($0)" }.joined(separator: ",\n")
+    }
+
+    /// Adds a delta (`excluded`) to a stored bucket (`table`), as the SET list of an upsert.
+    private static func mergedMeasures(_ table: String) -> String {
+        addedMeasures(table, "excluded", time: "_at").map { "\($0) = \($1)" }.joined(separator: ",\n")
     }
 
     /// A bucket of `sums` (a ``summedMeasures`` grouping) as the columns of an open bucket.
@@ -329,28 +344,6 @@ extension BatchStore {
                    (max(ARRAY[last_us, last_power_watts]))[2] AS last_power_watts,
                    timestamptz 'epoch' + (max(ARRAY[last_us, last_power_watts]))[1] * interval '1 microsecond' AS last_at
         """
-
-    /// Adds a delta (`excluded`) to a stored bucket (`table`): sums add, extremes compare, the
-    /// earliest time at the peak and the latest sample win.
-    private static func mergedMeasures(_ table: String) -> String {
-        """
-        sample_count = \(table).sample_count + excluded.sample_count,
-                        power_sum_watts = \(table).power_sum_watts + excluded.power_sum_watts,
-                        power_integral_watt_seconds = \(table).power_integral_watt_seconds + excluded.power_integral_watt_seconds,
-                        covered_seconds = \(table).covered_seconds + excluded.covered_seconds,
-                        energy_wh = \(table).energy_wh + excluded.energy_wh,
-                        min_power_watts = least(\(table).min_power_watts, excluded.min_power_watts),
-                        peak_power_watts = greatest(\(table).peak_power_watts, excluded.peak_power_watts),
-                        peak_at = CASE WHEN excluded.peak_power_watts > \(table).peak_power_watts
-                                         OR (excluded.peak_power_watts = \(table).peak_power_watts AND excluded.peak_at < \(table).peak_at)
-                                       THEN excluded.peak_at ELSE \(table).peak_at END,
-                        min_voltage_volts = least(\(table).min_voltage_volts, excluded.min_voltage_volts),
-                        max_voltage_volts = greatest(\(table).max_voltage_volts, excluded.max_voltage_volts),
-                        last_power_watts = CASE WHEN excluded.last_at >= \(table).last_at THEN excluded.last_power_watts
-                                                ELSE \(table).last_power_watts END,
-                        last_at = greatest(\(table).last_at, excluded.last_at)
-        """
-    }
 
     /// Recomputes, from the raw samples, the minutes touched by the staged samples of the outlets in
     /// `$1` (a superset of the rows inserted, which recomputes some minutes to what they are).
