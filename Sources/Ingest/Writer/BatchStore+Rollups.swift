@@ -7,7 +7,10 @@ import Postgres
 /// outlet and one per outlet-minute), locks the outlets, and merges: an outlet whose samples were
 /// all inserted and all come after its tail gets the staged deltas plus the segment from its tail
 /// added to its open minute, hour and day (kept in its `rollup_tails` row; a bucket goes to its
-/// table once the outlet's data has moved past it). Every other outlet (a replayed reading, a late
+/// table once the outlet's data has moved past it). An outlet whose samples all fall in its open
+/// minute (the usual case at a steady rate) takes a shorter way to the same result: one update of
+/// its `rollup_tails` row (``stayInOpenMinuteSQL``); the others go through ``mergeRollupsSQL``.
+/// Every other outlet (a replayed reading, a late
 /// reading, two readings at one time) is recomputed from the raw samples by
 /// `outletd_rollups_after_insert`, which first closes the outlet's open buckets.
 extension BatchStore {
@@ -31,6 +34,8 @@ extension BatchStore {
             ) { Self.nextCopyChunk(of: &minutes, RollupDeltas.encoded) }
         }
         try connection.executePrepared(name: Statement.lockInserted)
+        let remaining = try connection.executePrepared(name: Statement.stayInOpenMinute, [maxGapSeconds])
+        guard try remaining.int64(row: 0, column: 0) != 0 else { return }
         let merged = try connection.executePrepared(name: Statement.mergeRollups, [maxGapSeconds])
         let recompute = merged[0, 0] ?? "{}"
         if recompute != "{}" {
@@ -75,15 +80,8 @@ extension BatchStore {
         ), links AS (
             -- The segment from each tail to its outlet's first new sample, in the tail's minute.
             SELECT device_id, date_trunc('minute', tail_at, 'UTC') AS bucket_start, tail_power_watts,
-                   \(microseconds("tail_at")) AS tail_us,
-                   CASE WHEN seconds <= $1 THEN (tail_power_watts + first_power_watts) / 2 * seconds ELSE 0 END
-                       AS power_integral_watt_seconds,
-                   CASE WHEN seconds <= $1 THEN seconds ELSE 0 END AS covered_seconds,
-                   CASE WHEN tail_energy_wh IS NOT NULL AND first_energy_wh IS NOT NULL
-                            THEN CASE WHEN first_energy_wh >= tail_energy_wh THEN first_energy_wh - tail_energy_wh
-                                      ELSE first_energy_wh END
-                        WHEN seconds <= $1 THEN (tail_power_watts + first_power_watts) / 2 * seconds / 3600
-                        ELSE 0 END AS energy_wh
+                   \(microseconds("tail_at")) AS tail_us, \(linkIntegral) AS power_integral_watt_seconds,
+                   \(linkCovered) AS covered_seconds, \(linkEnergy) AS energy_wh
             FROM (SELECT *, extract(epoch FROM first_at - tail_at)::double precision AS seconds
                   FROM fast WHERE tail_at IS NOT NULL) f
         ), joined AS (
@@ -203,6 +201,70 @@ extension BatchStore {
         WHERE NOT EXISTS (SELECT FROM fast f WHERE f.device_id = i.device_id)
         """
 
+    /// Adds the staged deltas of every outlet whose samples all go to its open minute (inserted, all
+    /// after its tail, none past the minute's end; the usual batch at a steady rate) to its open
+    /// minute, hour and day, with the segment from its tail, in one update of its `rollup_tails`
+    /// row, and takes the outlet out of `outletd_inserted_devices`: what ``mergeRollupsSQL`` would
+    /// do for it, without its groupings. Returns how many outlets with inserted samples remain for
+    /// ``mergeRollupsSQL``. `$1` is the maximum gap the deltas were computed with.
+    static let stayInOpenMinuteSQL = """
+        WITH staying AS MATERIALIZED (
+            SELECT device_id, last_energy_wh, sample_count, power_sum_watts,
+                   power_integral_watt_seconds + \(linkIntegral) AS power_integral_watt_seconds,
+                   covered_seconds + \(linkCovered) AS covered_seconds, energy_wh + \(linkEnergy) AS energy_wh,
+                   min_power_watts, peak_power_watts,
+                   timestamptz 'epoch' + peak_us * interval '1 microsecond' AS peak_at,
+                   min_voltage_volts, max_voltage_volts, last_power_watts,
+                   timestamptz 'epoch' + last_us * interval '1 microsecond' AS last_at
+            FROM (SELECT c.device_id, c.first_power_watts, c.first_energy_wh, c.last_energy_wh,
+                         t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
+                         extract(epoch FROM timestamptz 'epoch' + c.first_us * interval '1 microsecond' - t.measured_at)
+                             ::double precision AS seconds,
+                         m.sample_count, m.power_sum_watts, m.power_integral_watt_seconds, m.covered_seconds,
+                         m.energy_wh, m.min_power_watts, m.peak_power_watts, m.peak_us, m.min_voltage_volts,
+                         m.max_voltage_volts, m.last_power_watts, m.last_us
+                  FROM outletd_staging_chains c
+                  JOIN outletd_inserted_devices i ON i.device_id = c.device_id AND i.sample_count = c.sample_count
+                  JOIN rollup_tails t ON t.device_id = c.device_id
+                  JOIN outletd_staging_minutes m ON m.device_id = c.device_id
+                  WHERE t.measured_at < i.first_measured_at
+                    AND m.bucket_us = \(microseconds("t.open_minute_start")) AND c.last_us < m.bucket_us + 60000000
+                    AND t.open_hour_start IS NOT NULL AND t.open_day_start IS NOT NULL
+                    AND (SELECT max_gap_seconds = $1::double precision FROM rollup_settings LIMIT 1)) joined
+        ), moved AS (
+            UPDATE rollup_tails t
+            SET measured_at = s.last_at, power_watts = s.last_power_watts, energy_wh = s.last_energy_wh,
+                \(openBucketsAdded)
+            FROM staying s
+            WHERE t.device_id = s.device_id
+            RETURNING t.device_id
+        ), handled AS (
+            DELETE FROM outletd_inserted_devices i USING moved m WHERE i.device_id = m.device_id
+        )
+        SELECT (SELECT count(*) FROM outletd_inserted_devices) - (SELECT count(*) FROM moved)
+        """
+
+    /// The SET list adding a delta (`s`, measures named as in the rollup tables) to an outlet's
+    /// open minute, hour and day in `rollup_tails t`.
+    private static let openBucketsAdded = ["open_minute", "open_hour", "open_day"].flatMap { level in
+        addedMeasures({ "t.\(level)_\($0)" }, column(of: "s"), time: "_at").map { "\(level)_\($0) = \($1)" }
+    }.joined(separator: ",\n")
+
+    /// The segment from an outlet's tail to its first new sample (columns `seconds` between them,
+    /// `tail_power_watts`, `first_power_watts`, `tail_energy_wh`, `first_energy_wh`; `$1` the maximum
+    /// gap): its power integral, the seconds it covers, its energy (from the counters when both
+    /// samples have one, a decrease being a reset; else integrated; nothing over a longer gap).
+    private static let linkIntegral =
+        "CASE WHEN seconds <= $1 THEN (tail_power_watts + first_power_watts) / 2 * seconds ELSE 0 END"
+    private static let linkCovered = "CASE WHEN seconds <= $1 THEN seconds ELSE 0 END"
+    private static let linkEnergy = """
+        CASE WHEN tail_energy_wh IS NOT NULL AND first_energy_wh IS NOT NULL
+                 THEN CASE WHEN first_energy_wh >= tail_energy_wh THEN first_energy_wh - tail_energy_wh
+                           ELSE first_energy_wh END
+             WHEN seconds <= $1 THEN (tail_power_watts + first_power_watts) / 2 * seconds / 3600
+             ELSE 0 END
+        """
+
     /// The measures of a bucket, in the column order of the rollup tables.
     private static let measures = [
         "sample_count", "power_sum_watts", "power_integral_watt_seconds", "covered_seconds", "min_power_watts",
@@ -267,45 +329,48 @@ extension BatchStore {
         $0.hasSuffix("_us") ? "timestamptz 'epoch' + \($0) * interval '1 microsecond' AS \($0.dropLast(3))_at" : $0
     }.joined(separator: ", ")
 
-    /// Per measure, a bucket (`bucket`) with a delta (`delta`, NULL when there is none) added:
-    /// sums add, extremes compare, the earliest time at the peak and the latest sample win. `time`
-    /// is the suffix of the two time columns: `_at` (timestamps) or `_us` (microseconds).
-    private static func addedMeasures(_ bucket: String, _ delta: String, time: String) -> [(String, String)] {
+    /// Per measure, a bucket with a delta added: sums add, extremes compare, the earliest time at
+    /// the peak and the latest sample win. `bucket` and `delta` name a measure's column of each (the
+    /// delta's columns are NULL when there is none); `time` is the suffix of the two time columns:
+    /// `_at` (timestamps) or `_us` (microseconds).
+    private static func addedMeasures(
+        _ bucket: (String) -> String, _ delta: (String) -> String, time: String
+    ) -> [(String, String)] {
         let newPeak = """
-            \(delta).peak_power_watts > \(bucket).peak_power_watts
-                                     OR (\(delta).peak_power_watts = \(bucket).peak_power_watts AND \(delta).peak\(time) < \(bucket).peak\(time))
+            \(delta("peak_power_watts")) > \(bucket("peak_power_watts"))
+                                     OR (\(delta("peak_power_watts")) = \(bucket("peak_power_watts")) AND \(delta("peak\(time)")) < \(bucket("peak\(time)")))
             """
+        func sum(_ name: String) -> (String, String) { (name, "\(bucket(name)) + coalesce(\(delta(name)), 0)") }
+        func extreme(_ name: String, _ function: String) -> (String, String) {
+            (name, "\(function)(\(bucket(name)), \(delta(name)))")
+        }
         return [
-            ("sample_count", "\(bucket).sample_count + coalesce(\(delta).sample_count, 0)"),
-            ("power_sum_watts", "\(bucket).power_sum_watts + coalesce(\(delta).power_sum_watts, 0)"),
-            (
-                "power_integral_watt_seconds",
-                "\(bucket).power_integral_watt_seconds + coalesce(\(delta).power_integral_watt_seconds, 0)"
-            ),
-            ("covered_seconds", "\(bucket).covered_seconds + coalesce(\(delta).covered_seconds, 0)"),
-            ("min_power_watts", "least(\(bucket).min_power_watts, \(delta).min_power_watts)"),
-            ("peak_power_watts", "greatest(\(bucket).peak_power_watts, \(delta).peak_power_watts)"),
-            ("peak\(time)", "CASE WHEN \(newPeak) THEN \(delta).peak\(time) ELSE \(bucket).peak\(time) END"),
-            ("energy_wh", "\(bucket).energy_wh + coalesce(\(delta).energy_wh, 0)"),
-            ("min_voltage_volts", "least(\(bucket).min_voltage_volts, \(delta).min_voltage_volts)"),
-            ("max_voltage_volts", "greatest(\(bucket).max_voltage_volts, \(delta).max_voltage_volts)"),
+            sum("sample_count"), sum("power_sum_watts"), sum("power_integral_watt_seconds"), sum("covered_seconds"),
+            extreme("min_power_watts", "least"), extreme("peak_power_watts", "greatest"),
+            ("peak\(time)", "CASE WHEN \(newPeak) THEN \(delta("peak\(time)")) ELSE \(bucket("peak\(time)")) END"),
+            sum("energy_wh"), extreme("min_voltage_volts", "least"), extreme("max_voltage_volts", "greatest"),
             (
                 "last_power_watts",
-                "CASE WHEN \(delta).last\(time) >= \(bucket).last\(time) THEN \(delta).last_power_watts ELSE \(bucket).last_power_watts END"
+                "CASE WHEN \(delta("last\(time)")) >= \(bucket("last\(time)")) THEN \(delta("last_power_watts")) ELSE \(bucket("last_power_watts")) END"
             ),
-            ("last\(time)", "greatest(\(bucket).last\(time), \(delta).last\(time))"),
+            extreme("last\(time)", "greatest"),
         ]
     }
+
+    /// A column of table (or alias) `table`, as ``addedMeasures(_:_:time:)`` names it.
+    private static func column(of table: String) -> (String) -> String { { "\(table).\($0)" } }
 
     /// A bucket in ``deltaMeasures`` form with a delta (the same form, NULL when there is none)
     /// added, as a select list.
     private static func added(_ bucket: String, _ delta: String) -> String {
-        addedMeasures(bucket, delta, time: "_us").map { "\($1) AS \($0)" }.joined(separator: ",\n")
+        addedMeasures(column(of: bucket), column(of: delta), time: "_us").map { "\($1) AS \($0)" }
+            .joined(separator: ",\n")
     }
 
     /// Adds a delta (`excluded`) to a stored bucket (`table`), as the SET list of an upsert.
     private static func mergedMeasures(_ table: String) -> String {
-        addedMeasures(table, "excluded", time: "_at").map { "\($0) = \($1)" }.joined(separator: ",\n")
+        addedMeasures(column(of: table), column(of: "excluded"), time: "_at").map { "\($0) = \($1)" }
+            .joined(separator: ",\n")
     }
 
     /// A bucket of `sums` (a ``summedMeasures`` grouping) as the columns of an open bucket.
