@@ -53,6 +53,19 @@ import Testing
         #expect(second.powerIntegralWattSeconds == 0)  // its segment starts at the next batch
         #expect(second.coveredSeconds == 0)
         #expect(second.peakMicros == micros(70))
+        // The chain's total: both minutes (what the batch adds to the outlet's hour and day).
+        let total = deltas.chains[0].total
+        #expect(total.sampleCount == 3)
+        #expect(total.powerSumWatts == 700)
+        #expect(total.powerIntegralWattSeconds == integral)
+        #expect(total.coveredSeconds == 60)
+        #expect(total.minPowerWatts == 100)
+        #expect(total.peakPowerWatts == 300)
+        #expect(total.peakMicros == micros(40))  // the earlier of the two 300 W samples
+        #expect(total.minVoltageVolts == 228)
+        #expect(total.maxVoltageVolts == 231)
+        #expect(total.lastPowerWatts == 300)
+        #expect(total.lastMicros == micros(70))
     }
 
     /// Energy of one segment, by the rules of `outletd_minute_rollups`.

@@ -61,13 +61,20 @@ import Testing
         /// In time order, in batches of one to four readings (a steady rate): most outlets stay in
         /// their open minute from one batch to the next.
         case steady
+        /// In time order, in batches of up to 40 readings: outlets leave their open minute within
+        /// their open hour.
+        case catchingUp
         var testDescription: String { rawValue }
     }
 
     @Test(
         arguments: zip(
-            [UInt64(1), 2, 3, 4, 5, 6, 7, 8],
-            [Arrival.shuffled, .shuffled, .shuffled, .mostlyInOrder, .mostlyInOrder, .mostlyInOrder, .inOrder, .steady])
+            [UInt64(1), 2, 3, 4, 5, 6, 7, 8, 9],
+            [
+                Arrival.shuffled, .shuffled, .shuffled, .mostlyInOrder, .mostlyInOrder, .mostlyInOrder, .inOrder,
+                .steady,
+                .catchingUp,
+            ])
     )
     func incrementalRollupsEqualAFromScratchComputation(seed: UInt64, arrival: Arrival) throws {
         let (url, connection, ids) = try setUp(["p-1", "p-2", "p-3"], timeZone: "Europe/Berlin", maxGapSeconds: 120)
@@ -114,14 +121,14 @@ import Testing
                 let late = fed.remove(at: index)
                 fed.insert(late, at: min(fed.count, index + 1 + Int(random.next() % 400)))
             }
-        case .inOrder, .steady:
+        case .inOrder, .steady, .catchingUp:
             fed.sort { $0.reading.measuredAt < $1.reading.measuredAt }
         }
         var position = 0
         let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3)
         var inserted = 0
         while position < fed.count {
-            let size = 1 + Int(random.next() % (arrival == .steady ? 4 : 300))
+            let size = 1 + Int(random.next() % (arrival == .steady ? 4 : arrival == .catchingUp ? 40 : 300))
             var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
             batch.add(
                 ClassifiedMessage(samples: Array(fed[position..<min(fed.count, position + size)])),

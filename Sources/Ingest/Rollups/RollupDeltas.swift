@@ -11,12 +11,14 @@ import Telemetry
 /// whether every sample of the chain was really inserted (a chain with a replayed reading, or one
 /// starting before the tail, is recomputed from the raw samples instead).
 struct RollupDeltas: Equatable {
-    /// One outlet's samples in the batch: how many, and the first and last of them.
+    /// One outlet's samples in the batch: how many, the first and last of them, and the sum of its
+    /// minutes (what the batch adds to the outlet's hour and day when they all fall in one hour).
     struct Chain: Equatable {
         var deviceID: Int32
         var sampleCount: Int
         var first: Point
         var last: Point
+        var total: Minute
     }
 
     /// A sample's time (microseconds since the Unix epoch), power and energy counter.
@@ -88,11 +90,13 @@ struct RollupDeltas: Equatable {
         let deviceID = run[0].deviceID
         func point(_ key: Key) -> Point { Point(key.micros, samples[Int(key.index)].reading) }
         var minute = Minute(deviceID: deviceID, bucketMicros: Self.minuteStart(run[0].micros))
+        var total = minute
         for position in run.indices {
             let key = run[position]
             let bucket = Self.minuteStart(key.micros)
             if bucket != minute.bucketMicros {
                 minutes.append(minute)
+                total.add(minute)
                 minute = Minute(deviceID: deviceID, bucketMicros: bucket)
             }
             let reading = samples[Int(key.index)].reading
@@ -102,8 +106,11 @@ struct RollupDeltas: Equatable {
             }
         }
         minutes.append(minute)
+        total.add(minute)
         chains.append(
-            Chain(deviceID: deviceID, sampleCount: run.count, first: point(run[0]), last: point(run[run.count - 1])))
+            Chain(
+                deviceID: deviceID, sampleCount: run.count, first: point(run[0]), last: point(run[run.count - 1]),
+                total: total))
     }
 
     /// Removes samples at the time of the one before them when they carry the same power, voltage
@@ -142,6 +149,8 @@ struct RollupDeltas: Equatable {
                 encoder.double(point.powerWatts)
                 encoder.double(point.energyWattHours)
             }
+            encoder.int(minuteStart(chain.last.micros))
+            encodeMeasures(of: chain.total, &encoder)
             encoder.endRow()
         }
         return encoder.bytes
@@ -153,21 +162,26 @@ struct RollupDeltas: Equatable {
         for minute in minutes {
             encoder.int(minute.deviceID)
             encoder.int(minute.bucketMicros)
-            encoder.int(minute.sampleCount)
-            encoder.double(minute.powerSumWatts)
-            encoder.double(minute.powerIntegralWattSeconds)
-            encoder.double(minute.coveredSeconds)
-            encoder.double(minute.energyWattHours)
-            encoder.double(minute.minPowerWatts)
-            encoder.double(minute.peakPowerWatts)
-            encoder.int(minute.peakMicros)
-            encoder.double(minute.minVoltageVolts)
-            encoder.double(minute.maxVoltageVolts)
-            encoder.double(minute.lastPowerWatts)
-            encoder.int(minute.lastMicros)
+            encodeMeasures(of: minute, &encoder)
             encoder.endRow()
         }
         return encoder.bytes
+    }
+
+    /// A minute's (or a chain's total's) measures, in the column order of `outletd_staging_minutes`.
+    private static func encodeMeasures(of minute: Minute, _ encoder: inout CopyTextEncoder) {
+        encoder.int(minute.sampleCount)
+        encoder.double(minute.powerSumWatts)
+        encoder.double(minute.powerIntegralWattSeconds)
+        encoder.double(minute.coveredSeconds)
+        encoder.double(minute.energyWattHours)
+        encoder.double(minute.minPowerWatts)
+        encoder.double(minute.peakPowerWatts)
+        encoder.int(minute.peakMicros)
+        encoder.double(minute.minVoltageVolts)
+        encoder.double(minute.maxVoltageVolts)
+        encoder.double(minute.lastPowerWatts)
+        encoder.int(minute.lastMicros)
     }
 }
 
@@ -193,6 +207,25 @@ extension RollupDeltas.Minute {
         }
         lastPowerWatts = power
         lastMicros = micros
+    }
+
+    /// Adds a later minute of the same outlet (for a chain's total): sums add, extremes compare,
+    /// the earlier of equal peaks and the later last sample win.
+    mutating func add(_ later: Self) {
+        sampleCount += later.sampleCount
+        powerSumWatts += later.powerSumWatts
+        powerIntegralWattSeconds += later.powerIntegralWattSeconds
+        coveredSeconds += later.coveredSeconds
+        energyWattHours += later.energyWattHours
+        minPowerWatts = Swift.min(minPowerWatts, later.minPowerWatts)
+        if later.peakPowerWatts > peakPowerWatts {
+            peakPowerWatts = later.peakPowerWatts
+            peakMicros = later.peakMicros
+        }
+        if let low = later.minVoltageVolts { minVoltageVolts = Swift.min(minVoltageVolts ?? low, low) }
+        if let high = later.maxVoltageVolts { maxVoltageVolts = Swift.max(maxVoltageVolts ?? high, high) }
+        lastPowerWatts = later.lastPowerWatts
+        lastMicros = later.lastMicros
     }
 
     /// Adds the segment from a sample of this minute to the outlet's next sample: the counter

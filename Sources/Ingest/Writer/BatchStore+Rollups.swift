@@ -8,8 +8,9 @@ import Postgres
 /// all inserted and all come after its tail gets the staged deltas plus the segment from its tail
 /// added to its open minute, hour and day (kept in its `rollup_tails` row; a bucket goes to its
 /// table once the outlet's data has moved past it). An outlet whose samples all fall in its open
-/// minute (the usual case at a steady rate) takes a shorter way to the same result: one update of
-/// its `rollup_tails` row (``stayInOpenMinuteSQL``); the others go through ``mergeRollupsSQL``.
+/// hour (the usual case) takes a shorter way to the same result: one update of its `rollup_tails`
+/// row, and the minutes it closes (``stayInOpenHourSQL``); the others go through
+/// ``mergeRollupsSQL``.
 /// Every other outlet (a replayed reading, a late
 /// reading, two readings at one time) is recomputed from the raw samples by
 /// `outletd_rollups_after_insert`, which first closes the outlet's open buckets.
@@ -21,20 +22,20 @@ extension BatchStore {
             try connection.copyIn(
                 """
                 COPY outletd_staging_chains (device_id, sample_count, first_us, first_power_watts, first_energy_wh,
-                    last_us, last_power_watts, last_energy_wh) FROM STDIN
+                    last_us, last_power_watts, last_energy_wh, head_us,
+                    \(Self.stagedMeasureNames.map { "total_\($0)" }.joined(separator: ", "))) FROM STDIN
                 """
             ) { Self.nextCopyChunk(of: &chains, RollupDeltas.encoded) }
             var minutes = deltas.minutes[...]
             try connection.copyIn(
                 """
-                COPY outletd_staging_minutes (device_id, bucket_us, sample_count, power_sum_watts,
-                    power_integral_watt_seconds, covered_seconds, energy_wh, min_power_watts, peak_power_watts,
-                    peak_us, min_voltage_volts, max_voltage_volts, last_power_watts, last_us) FROM STDIN
+                COPY outletd_staging_minutes (device_id, bucket_us, \(Self.stagedMeasureNames.joined(separator: ", ")))
+                    FROM STDIN
                 """
             ) { Self.nextCopyChunk(of: &minutes, RollupDeltas.encoded) }
         }
         try connection.executePrepared(name: Statement.lockInserted)
-        let remaining = try connection.executePrepared(name: Statement.stayInOpenMinute, [maxGapSeconds])
+        let remaining = try connection.executePrepared(name: Statement.stayInOpenHour, [maxGapSeconds])
         guard try remaining.int64(row: 0, column: 0) != 0 else { return }
         let merged = try connection.executePrepared(name: Statement.mergeRollups, [maxGapSeconds])
         let recompute = merged[0, 0] ?? "{}"
@@ -201,40 +202,72 @@ extension BatchStore {
         WHERE NOT EXISTS (SELECT FROM fast f WHERE f.device_id = i.device_id)
         """
 
-    /// Adds the staged deltas of every outlet whose samples all go to its open minute (inserted, all
-    /// after its tail, none past the minute's end; the usual batch at a steady rate) to its open
-    /// minute, hour and day, with the segment from its tail, in one update of its `rollup_tails`
-    /// row, and takes the outlet out of `outletd_inserted_devices`: what ``mergeRollupsSQL`` would
-    /// do for it, without its groupings. Returns how many outlets with inserted samples remain for
-    /// ``mergeRollupsSQL``. `$1` is the maximum gap the deltas were computed with.
-    static let stayInOpenMinuteSQL = """
-        WITH staying AS MATERIALIZED (
-            SELECT device_id, last_energy_wh, sample_count, power_sum_watts,
-                   power_integral_watt_seconds + \(linkIntegral) AS power_integral_watt_seconds,
-                   covered_seconds + \(linkCovered) AS covered_seconds, energy_wh + \(linkEnergy) AS energy_wh,
-                   min_power_watts, peak_power_watts,
-                   timestamptz 'epoch' + peak_us * interval '1 microsecond' AS peak_at,
-                   min_voltage_volts, max_voltage_volts, last_power_watts,
-                   timestamptz 'epoch' + last_us * interval '1 microsecond' AS last_at
-            FROM (SELECT c.device_id, c.first_power_watts, c.first_energy_wh, c.last_energy_wh,
-                         t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
+    /// Brings up to date, in one update of its `rollup_tails` row, every outlet whose samples all
+    /// fall in its open hour (inserted, all after its tail; the usual batch at a steady rate or
+    /// catching up), and takes it out of `outletd_inserted_devices`: what ``mergeRollupsSQL`` would
+    /// do for it, without its groupings. The segment from the tail and the chain's total (summed by
+    /// the writer) add to the open hour and day. If the samples stay in the open minute, they add
+    /// to it too; else the open minute, with the segment and the batch's share of it, goes to
+    /// `power_rollups_minute_stored` with the batch's other minutes before its last, and the last
+    /// one opens. Returns how many outlets with inserted samples remain for ``mergeRollupsSQL``.
+    /// `$1` is the maximum gap the deltas were computed with.
+    static let stayInOpenHourSQL = """
+        WITH settings AS (
+            SELECT time_zone AS zone, max_gap_seconds = $1::double precision AS same_gap FROM rollup_settings LIMIT 1
+        ), staying AS MATERIALIZED (
+            SELECT device_id, head_us, open_minute_us, last_energy_wh,
+                   \(linkIntegral) AS link_power_integral_watt_seconds, \(linkCovered) AS link_covered_seconds,
+                   \(linkEnergy) AS link_energy_wh,
+                   total_sample_count AS sample_count, total_power_sum_watts AS power_sum_watts,
+                   total_power_integral_watt_seconds + \(linkIntegral) AS power_integral_watt_seconds,
+                   total_covered_seconds + \(linkCovered) AS covered_seconds,
+                   total_energy_wh + \(linkEnergy) AS energy_wh,
+                   total_min_power_watts AS min_power_watts, total_peak_power_watts AS peak_power_watts,
+                   timestamptz 'epoch' + total_peak_us * interval '1 microsecond' AS peak_at,
+                   total_min_voltage_volts AS min_voltage_volts, total_max_voltage_volts AS max_voltage_volts,
+                   total_last_power_watts AS last_power_watts,
+                   timestamptz 'epoch' + total_last_us * interval '1 microsecond' AS last_at,
+                   \(measures.map { "head_\($0)" }.joined(separator: ", ")),
+                   \(measures.map { "share_\($0)" }.joined(separator: ", "))
+            FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
                          extract(epoch FROM timestamptz 'epoch' + c.first_us * interval '1 microsecond' - t.measured_at)
                              ::double precision AS seconds,
-                         m.sample_count, m.power_sum_watts, m.power_integral_watt_seconds, m.covered_seconds,
-                         m.energy_wh, m.min_power_watts, m.peak_power_watts, m.peak_us, m.min_voltage_volts,
-                         m.max_voltage_volts, m.last_power_watts, m.last_us
+                         t.open_minute_us,
+                         \(measures.map { "\(staged("h")($0)) AS head_\($0)" }.joined(separator: ", ")),
+                         \(measures.map { "\(staged("f")($0)) AS share_\($0)" }.joined(separator: ", "))
                   FROM outletd_staging_chains c
                   JOIN outletd_inserted_devices i ON i.device_id = c.device_id AND i.sample_count = c.sample_count
-                  JOIN rollup_tails t ON t.device_id = c.device_id
-                  JOIN outletd_staging_minutes m ON m.device_id = c.device_id
+                  JOIN (SELECT *, (\(microseconds("open_minute_start")))::bigint AS open_minute_us FROM rollup_tails) t
+                      ON t.device_id = c.device_id
+                  -- The minute the batch ends in, and its share of the open minute (when it has one).
+                  LEFT JOIN outletd_staging_minutes h ON h.device_id = c.device_id AND h.bucket_us = c.head_us
+                  LEFT JOIN outletd_staging_minutes f ON f.device_id = c.device_id AND f.bucket_us = t.open_minute_us
                   WHERE t.measured_at < i.first_measured_at
-                    AND m.bucket_us = \(microseconds("t.open_minute_start")) AND c.last_us < m.bucket_us + 60000000
-                    AND t.open_hour_start IS NOT NULL AND t.open_day_start IS NOT NULL
-                    AND (SELECT max_gap_seconds = $1::double precision FROM rollup_settings LIMIT 1)) joined
+                    AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
+                    AND outletd_hour_start(timestamptz 'epoch' + c.head_us * interval '1 microsecond',
+                                           (SELECT zone FROM settings)) = t.open_hour_start
+                    AND (SELECT same_gap FROM settings)) joined
+        ), closed AS (
+            INSERT INTO power_rollups_minute_stored AS r (device_id, bucket_start, \(measureColumns))
+            SELECT * FROM (
+                SELECT s.device_id, t.open_minute_start AS bucket_start, \(closedOpenMinute)
+                FROM staying s
+                JOIN rollup_tails t ON t.device_id = s.device_id
+                WHERE s.head_us <> s.open_minute_us
+                UNION ALL
+                SELECT m.device_id, timestamptz 'epoch' + m.bucket_us * interval '1 microsecond',
+                       \(measures.map(staged("m")).joined(separator: ", "))
+                FROM outletd_staging_minutes m
+                JOIN staying s ON s.device_id = m.device_id
+                WHERE s.head_us <> s.open_minute_us AND m.bucket_us <> s.open_minute_us AND m.bucket_us <> s.head_us
+            ) minutes
+            ORDER BY device_id, bucket_start
+            ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("r"))
         ), moved AS (
             UPDATE rollup_tails t
             SET measured_at = s.last_at, power_watts = s.last_power_watts, energy_wh = s.last_energy_wh,
-                \(openBucketsAdded)
+                open_minute_start = timestamptz 'epoch' + s.head_us * interval '1 microsecond',
+                \(openBucketsMoved)
             FROM staying s
             WHERE t.device_id = s.device_id
             RETURNING t.device_id
@@ -244,11 +277,35 @@ extension BatchStore {
         SELECT (SELECT count(*) FROM outletd_inserted_devices) - (SELECT count(*) FROM moved)
         """
 
-    /// The SET list adding a delta (`s`, measures named as in the rollup tables) to an outlet's
-    /// open minute, hour and day in `rollup_tails t`.
-    private static let openBucketsAdded = ["open_minute", "open_hour", "open_day"].flatMap { level in
-        addedMeasures({ "t.\(level)_\($0)" }, column(of: "s"), time: "_at").map { "\(level)_\($0) = \($1)" }
-    }.joined(separator: ",\n")
+    /// A measure of a staged minute (`outletd_staging_minutes`) as the rollup tables name it, its
+    /// times (`peak_at`, `last_at`) from microseconds.
+    private static func staged(_ table: String) -> (String) -> String {
+        { name in
+            name.hasSuffix("_at")
+                ? "timestamptz 'epoch' + \(table).\(name.dropLast(3))_us * interval '1 microsecond'"
+                : "\(table).\(name)"
+        }
+    }
+
+    /// An outlet's open minute in `rollup_tails t` with the segment from its tail (in `staying s`)
+    /// and the batch's share of it (`share_…`, NULL when none) added: the row it is stored as.
+    private static let closedOpenMinute = addedMeasures(
+        { name in
+            ["power_integral_watt_seconds", "covered_seconds", "energy_wh"].contains(name)
+                ? "t.open_minute_\(name) + s.link_\(name)" : "t.open_minute_\(name)"
+        }, { "s.share_\($0)" }, time: "_at"
+    ).map { "\($1) AS \($0)" }.joined(separator: ",\n")
+
+    /// The SET list moving an outlet's open buckets in `rollup_tails t` by `staying s`: its hour and
+    /// day gain the batch's total; its minute gains it too when the samples stayed in it, else it is
+    /// the batch's last minute (`head_…`).
+    private static let openBucketsMoved =
+        (addedMeasures({ "t.open_minute_\($0)" }, column(of: "s"), time: "_at").map { name, added in
+            "open_minute_\(name) = CASE WHEN s.head_us = s.open_minute_us THEN \(added) ELSE s.head_\(name) END"
+        }
+        + ["open_hour", "open_day"].flatMap { level in
+            addedMeasures({ "t.\(level)_\($0)" }, column(of: "s"), time: "_at").map { "\(level)_\($0) = \($1)" }
+        }).joined(separator: ",\n")
 
     /// The segment from an outlet's tail to its first new sample (columns `seconds` between them,
     /// `tail_power_watts`, `first_power_watts`, `tail_energy_wh`, `first_energy_wh`; `$1` the maximum

@@ -68,42 +68,50 @@ public struct BatchStore: Sendable {
                 first_energy_wh   double precision,
                 last_us           bigint NOT NULL,
                 last_power_watts  double precision NOT NULL,
-                last_energy_wh    double precision
+                last_energy_wh    double precision,
+                head_us           bigint NOT NULL,
+                \(Self.stagedMeasureColumns(prefix: "total_"))
             ) ON COMMIT DELETE ROWS
             """)
         try connection.execute(
             """
             CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_minutes (
-                device_id                    integer NOT NULL,
-                bucket_us                    bigint NOT NULL,
-                sample_count                 bigint NOT NULL,
-                power_sum_watts              double precision NOT NULL,
-                power_integral_watt_seconds  double precision NOT NULL,
-                covered_seconds              double precision NOT NULL,
-                energy_wh                    double precision NOT NULL,
-                min_power_watts              double precision NOT NULL,
-                peak_power_watts             double precision NOT NULL,
-                peak_us                      bigint NOT NULL,
-                min_voltage_volts            double precision,
-                max_voltage_volts            double precision,
-                last_power_watts             double precision NOT NULL,
-                last_us                      bigint NOT NULL
+                device_id  integer NOT NULL,
+                bucket_us  bigint NOT NULL,
+                \(Self.stagedMeasureColumns())
             ) ON COMMIT DELETE ROWS
             """)
         try connection.prepare(name: Statement.ensurePartitions, sql: Self.ensurePartitionsSQL)
         try connection.prepare(name: Statement.moveSamples, sql: Self.moveSamplesSQL)
         try connection.prepare(name: Statement.lockInserted, sql: Self.lockInsertedSQL)
-        try connection.prepare(name: Statement.stayInOpenMinute, sql: Self.stayInOpenMinuteSQL)
+        try connection.prepare(name: Statement.stayInOpenHour, sql: Self.stayInOpenHourSQL)
         try connection.prepare(name: Statement.mergeRollups, sql: Self.mergeRollupsSQL)
         try connection.prepare(name: Statement.recomputeRollups, sql: Self.recomputeRollupsSQL)
         try connection.prepare(name: Statement.refreshTails, sql: Self.refreshTailsSQL)
+    }
+
+    /// The measures ``RollupDeltas`` stages for a minute (and for a chain's total), in its COPY order.
+    static let stagedMeasureNames = [
+        "sample_count", "power_sum_watts", "power_integral_watt_seconds", "covered_seconds", "energy_wh",
+        "min_power_watts", "peak_power_watts", "peak_us", "min_voltage_volts", "max_voltage_volts",
+        "last_power_watts", "last_us",
+    ]
+
+    /// ``stagedMeasureNames`` with their types, `prefix`ed, as the columns of a temp table.
+    static func stagedMeasureColumns(prefix: String = "") -> String {
+        stagedMeasureNames.map { name in
+            let type =
+                name == "sample_count" || name.hasSuffix("_us")
+                ? "bigint NOT NULL" : name.hasSuffix("_volts") ? "double precision" : "double precision NOT NULL"
+            return "\(prefix)\(name) \(type)"
+        }.joined(separator: ",\n")
     }
 
     enum Statement {
         static let ensurePartitions = "outletd_ensure_partitions"
         static let moveSamples = "outletd_move_samples"
         static let lockInserted = "outletd_lock_inserted"
-        static let stayInOpenMinute = "outletd_stay_in_open_minute"
+        static let stayInOpenHour = "outletd_stay_in_open_hour"
         static let mergeRollups = "outletd_merge_rollups"
         static let recomputeRollups = "outletd_recompute_rollups"
         static let refreshTails = "outletd_refresh_tails"
