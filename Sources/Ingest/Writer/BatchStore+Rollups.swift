@@ -7,13 +7,12 @@ import Postgres
 /// outlet and one per outlet-minute), locks the outlets, and merges: an outlet whose samples were
 /// all inserted and all come after its tail gets the staged deltas plus the segment from its tail
 /// added to its open minute, hour and day (kept in its `rollup_tails` row; a bucket goes to its
-/// table once the outlet's data has moved past it). An outlet whose samples all fall in its open
-/// hour (the usual case) takes a shorter way to the same result: one update of its `rollup_tails`
-/// row, and the minutes it closes (``stayInOpenHourSQL``); the others go through
-/// ``mergeRollupsSQL``.
-/// Every other outlet (a replayed reading, a late
-/// reading, two readings at one time) is recomputed from the raw samples by
-/// `outletd_rollups_after_insert`, which first closes the outlet's open buckets.
+/// table once the outlet's data has moved past it). Of those, an outlet whose samples all fall in
+/// its open hour (the usual case) takes a shorter way to the same result, first: one update of its
+/// `rollup_tails` row, and the minutes it closes (``stayInOpenHourSQL``); the rest go through
+/// ``mergeRollupsSQL``. Every other outlet (a replayed reading, a late reading, two readings at one
+/// time) is recomputed from the raw samples by `outletd_rollups_after_insert`, which first closes
+/// the outlet's open buckets.
 extension BatchStore {
     func updateRollups(_ batch: Batch, maxGapSeconds: Double, _ connection: PostgresConnection) throws {
         let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
