@@ -168,16 +168,16 @@ struct RollupDeltas: Equatable {
         return encoder.bytes
     }
 
-    /// A minute's (or a chain's total's) measures, in the column order of `outletd_staging_minutes`.
+    /// A minute's (or a chain's total's) measures, in the order of `BatchStore.deltaMeasureNames`.
     private static func encodeMeasures(of minute: Minute, _ encoder: inout CopyTextEncoder) {
         encoder.int(minute.sampleCount)
         encoder.double(minute.powerSumWatts)
         encoder.double(minute.powerIntegralWattSeconds)
         encoder.double(minute.coveredSeconds)
-        encoder.double(minute.energyWattHours)
         encoder.double(minute.minPowerWatts)
         encoder.double(minute.peakPowerWatts)
         encoder.int(minute.peakMicros)
+        encoder.double(minute.energyWattHours)
         encoder.double(minute.minVoltageVolts)
         encoder.double(minute.maxVoltageVolts)
         encoder.double(minute.lastPowerWatts)

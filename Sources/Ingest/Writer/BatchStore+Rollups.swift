@@ -22,13 +22,13 @@ extension BatchStore {
                 """
                 COPY outletd_staging_chains (device_id, sample_count, first_us, first_power_watts, first_energy_wh,
                     last_us, last_power_watts, last_energy_wh, head_us,
-                    \(Self.stagedMeasureNames.map { "total_\($0)" }.joined(separator: ", "))) FROM STDIN
+                    \(Self.deltaMeasureNames.map { "total_\($0)" }.joined(separator: ", "))) FROM STDIN
                 """
             ) { Self.nextCopyChunk(of: &chains, RollupDeltas.encoded) }
             var minutes = deltas.minutes[...]
             try connection.copyIn(
                 """
-                COPY outletd_staging_minutes (device_id, bucket_us, \(Self.stagedMeasureNames.joined(separator: ", ")))
+                COPY outletd_staging_minutes (device_id, bucket_us, \(Self.deltaMeasureNames.joined(separator: ", ")))
                     FROM STDIN
                 """
             ) { Self.nextCopyChunk(of: &minutes, RollupDeltas.encoded) }
@@ -329,8 +329,9 @@ extension BatchStore {
     ]
 
     /// ``measures`` with the times (`peak_at`, `last_at`) in microseconds since 1970 (`peak_us`,
-    /// `last_us`): the form ``summedMeasures`` and ``added(_:_:)`` read.
-    private static let deltaMeasureNames = measures.map { $0.hasSuffix("_at") ? $0.dropLast(3) + "_us" : $0 }
+    /// `last_us`): the form ``summedMeasures`` and ``added(_:_:)`` read, and the columns (in order)
+    /// of the minutes and totals ``RollupDeltas`` stages.
+    static let deltaMeasureNames = measures.map { $0.hasSuffix("_at") ? $0.dropLast(3) + "_us" : $0 }
 
     private static func list(_ names: [String], of table: String? = nil) -> String {
         names.map { name in table.map { "\($0).\(name)" } ?? name }.joined(separator: ", ")

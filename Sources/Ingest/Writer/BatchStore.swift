@@ -90,16 +90,10 @@ public struct BatchStore: Sendable {
         try connection.prepare(name: Statement.refreshTails, sql: Self.refreshTailsSQL)
     }
 
-    /// The measures ``RollupDeltas`` stages for a minute (and for a chain's total), in its COPY order.
-    static let stagedMeasureNames = [
-        "sample_count", "power_sum_watts", "power_integral_watt_seconds", "covered_seconds", "energy_wh",
-        "min_power_watts", "peak_power_watts", "peak_us", "min_voltage_volts", "max_voltage_volts",
-        "last_power_watts", "last_us",
-    ]
-
-    /// ``stagedMeasureNames`` with their types, `prefix`ed, as the columns of a temp table.
+    /// The measures ``RollupDeltas`` stages for a minute (and, `prefix`ed, for a chain's total)
+    /// with their types, as the columns of a temp table: ``deltaMeasureNames``, in its COPY order.
     static func stagedMeasureColumns(prefix: String = "") -> String {
-        stagedMeasureNames.map { name in
+        deltaMeasureNames.map { name in
             let type =
                 name == "sample_count" || name.hasSuffix("_us")
                 ? "bigint NOT NULL" : name.hasSuffix("_volts") ? "double precision" : "double precision NOT NULL"
