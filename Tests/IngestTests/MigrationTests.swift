@@ -69,6 +69,37 @@ import Testing
         #expect(try broken.pendingVersions(connection) == [2])
     }
 
+    /// Every batch rewrites the totals row of each outlet it carries: those rewrites must find
+    /// room on their page (HOT), also for rows written before migration 11 packed their pages full.
+    @Test func totalsRowsAreRewrittenOnTheirPage() throws {
+        let url = try TestStack.shared().createDatabase()
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try Migrator(migrations: Migration.all.filter { $0.version <= 10 }).migrate(connection)
+        let rows = 2_000
+        try connection.execute(
+            """
+            INSERT INTO device_power_totals
+            SELECT i, 1, 100, 100, now(), now(), now() FROM generate_series(1, $1::integer) i
+            """, [rows])
+        try Migrator().migrate(connection)
+        let options = try connection.execute(
+            "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE relname = 'device_power_totals'")
+        #expect(options[0, 0] == "fillfactor=50")
+        #expect(try connection.execute("SELECT count(*) FROM device_power_totals")[0, 0] == String(rows))
+        // Counters of the current transaction: every row rewritten once, as a batch does.
+        let hot = try connection.transaction {
+            try connection.execute("UPDATE device_power_totals SET sample_count = sample_count + 1")
+            return try connection.execute(
+                """
+                SELECT pg_stat_get_xact_tuples_updated('device_power_totals'::regclass),
+                       pg_stat_get_xact_tuples_hot_updated('device_power_totals'::regclass)
+                """)
+        }
+        #expect(hot[0, 0] == String(rows))
+        #expect(hot[0, 1] == String(rows), "\(hot[0, 1] ?? "?") of \(rows) updates were HOT")
+    }
+
     @Test func editedAppliedMigrationIsRefused() throws {
         let url = try TestStack.shared().createDatabase()
         let connection = try PostgresConnection(connectionString: url)
