@@ -125,32 +125,6 @@ import Testing
     }
 }
 
-@Suite struct CopyTextEncoderTests {
-    @Test func escapesTextAndWritesNulls() {
-        var encoder = CopyTextEncoder()
-        encoder.int(42)
-        encoder.text("tab\there\nnew\\line\r")
-        encoder.double(nil as Double?)
-        encoder.double(227.1)
-        encoder.endRow()
-        encoder.text("second")
-        encoder.endRow()
-        let text = String(decoding: encoder.bytes, as: UTF8.self)
-        #expect(text == "42\ttab\\there\\nnew\\\\line\\r\t\\N\t227.1\nsecond\n")
-    }
-
-    @Test(arguments: [
-        (0.0, Int64(0)),
-        (1_800_000_000.123456, Int64(1_800_000_000_123_456)),
-        (-1.5, Int64(-1_500_000)),
-        (1e300, Int64.max),
-        (-1e300, Int64.min),
-    ])
-    func microsecondsSaturate(_ seconds: Double, _ expected: Int64) {
-        #expect(CopyTextEncoder.microseconds(Date(timeIntervalSince1970: seconds)) == expected)
-    }
-}
-
 @Suite struct RejectionLogLimiterTests {
     @Test func logsFirstThenOncePerIntervalWithTheSuppressedCount() {
         var limiter = RejectionLogLimiter(interval: 10)

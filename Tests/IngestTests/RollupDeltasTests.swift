@@ -18,7 +18,7 @@ import Testing
                 currentAmperes: nil, powerWatts: power, energyWattHours: energy))
     }
 
-    func micros(_ seconds: Double) -> Int64 { CopyTextEncoder.microseconds(Self.base.addingTimeInterval(seconds)) }
+    func micros(_ seconds: Double) -> Int64 { CopyBinaryEncoder.microseconds(Self.base.addingTimeInterval(seconds)) }
 
     @Test func oneOutletAcrossTwoMinutes() {
         // Shuffled on purpose: the chain is put in time order.

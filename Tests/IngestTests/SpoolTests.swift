@@ -49,7 +49,7 @@ import Testing
         }
     }
 
-    static func microseconds(_ date: Date) -> Int64 { CopyTextEncoder.microseconds(date) }
+    static func microseconds(_ date: Date) -> Int64 { CopyBinaryEncoder.microseconds(date) }
 
     static func same(_ lhs: [RawMessage], _ rhs: [RawMessage]) -> Bool {
         lhs.map { [$0.topic, "\($0.payload)", "\(microseconds($0.receivedAt))"] }

@@ -239,7 +239,7 @@ public struct CommandStore {
                      AS r(received_us, topic, device_code, reason, detail, payload_excerpt)
                 """,
                 [
-                    rejections.map { CopyTextEncoder.microseconds($0.receivedAt) }, rejections.map(\.topic),
+                    rejections.map { CopyBinaryEncoder.microseconds($0.receivedAt) }, rejections.map(\.topic),
                     rejections.map { $0.deviceCode ?? "" }, rejections.map(\.reason.rawValue),
                     rejections.map(\.detail), excerpts,
                 ])

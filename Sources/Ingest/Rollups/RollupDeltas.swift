@@ -65,7 +65,7 @@ struct RollupDeltas: Equatable {
         // By outlet, then time: each outlet's samples are one run.
         var keys = samples.indices.map {
             Key(
-                micros: CopyTextEncoder.microseconds(samples[$0].reading.measuredAt), deviceID: samples[$0].deviceID,
+                micros: CopyBinaryEncoder.microseconds(samples[$0].reading.measuredAt), deviceID: samples[$0].deviceID,
                 index: Int32($0))
         }
         keys.sort { ($0.deviceID, $0.micros) < ($1.deviceID, $1.micros) }
@@ -138,50 +138,40 @@ struct RollupDeltas: Equatable {
         return micros - (remainder < 0 ? remainder + microsPerMinute : remainder)
     }
 
-    /// Chains as `COPY` rows of `outletd_staging_chains`.
-    static func encoded(_ chains: ArraySlice<Chain>) -> [UInt8] {
-        var encoder = CopyTextEncoder(reservingCapacity: chains.count * 100)
-        for chain in chains {
-            encoder.int(chain.deviceID)
-            encoder.int(chain.sampleCount)
-            for point in [chain.first, chain.last] {
-                encoder.int(point.micros)
-                encoder.double(point.powerWatts)
-                encoder.double(point.energyWattHours)
-            }
-            encoder.int(minuteStart(chain.last.micros))
-            encodeMeasures(of: chain.total, &encoder)
-            encoder.endRow()
+    /// A chain as a binary `COPY` row of `outletd_staging_chains`.
+    static func encode(_ chain: Chain, _ encoder: inout CopyBinaryEncoder) {
+        encoder.int32(chain.deviceID)
+        encoder.int64(Int64(chain.sampleCount))
+        for point in [chain.first, chain.last] {
+            encoder.int64(point.micros)
+            encoder.double(point.powerWatts)
+            encoder.double(point.energyWattHours)
         }
-        return encoder.bytes
+        encoder.int64(minuteStart(chain.last.micros))
+        encodeMeasures(of: chain.total, &encoder)
     }
 
-    /// Minutes as `COPY` rows of `outletd_staging_minutes`.
-    static func encoded(_ minutes: ArraySlice<Minute>) -> [UInt8] {
-        var encoder = CopyTextEncoder(reservingCapacity: minutes.count * 200)
-        for minute in minutes {
-            encoder.int(minute.deviceID)
-            encoder.int(minute.bucketMicros)
-            encodeMeasures(of: minute, &encoder)
-            encoder.endRow()
-        }
-        return encoder.bytes
+    /// A minute as a binary `COPY` row of `outletd_staging_minutes`.
+    static func encode(_ minute: Minute, _ encoder: inout CopyBinaryEncoder) {
+        encoder.int32(minute.deviceID)
+        encoder.int64(minute.bucketMicros)
+        encodeMeasures(of: minute, &encoder)
     }
 
     /// A minute's (or a chain's total's) measures, in the order of `BatchStore.deltaMeasureNames`.
-    private static func encodeMeasures(of minute: Minute, _ encoder: inout CopyTextEncoder) {
-        encoder.int(minute.sampleCount)
+    private static func encodeMeasures(of minute: Minute, _ encoder: inout CopyBinaryEncoder) {
+        encoder.int64(Int64(minute.sampleCount))
         encoder.double(minute.powerSumWatts)
         encoder.double(minute.powerIntegralWattSeconds)
         encoder.double(minute.coveredSeconds)
         encoder.double(minute.minPowerWatts)
         encoder.double(minute.peakPowerWatts)
-        encoder.int(minute.peakMicros)
+        encoder.int64(minute.peakMicros)
         encoder.double(minute.energyWattHours)
         encoder.double(minute.minVoltageVolts)
         encoder.double(minute.maxVoltageVolts)
         encoder.double(minute.lastPowerWatts)
-        encoder.int(minute.lastMicros)
+        encoder.int64(minute.lastMicros)
     }
 }
 

@@ -73,7 +73,7 @@ enum SpoolFraming {
         bytes += magic
         append(UInt32(bodyLength), to: &bytes)
         append(UInt32(0), to: &bytes)  // the checksum, filled in below
-        append(UInt64(bitPattern: CopyTextEncoder.microseconds(message.receivedAt)), to: &bytes)
+        append(UInt64(bitPattern: CopyBinaryEncoder.microseconds(message.receivedAt)), to: &bytes)
         append(UInt16(topic.count), to: &bytes)
         bytes += topic
         bytes += message.payload

@@ -17,21 +17,21 @@ extension BatchStore {
     func updateRollups(_ batch: Batch, maxGapSeconds: Double, _ connection: PostgresConnection) throws {
         let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
         if !deltas.chains.isEmpty {
-            var chains = deltas.chains[...]
+            var chains = CopyBinaryChunks(deltas.chains[...], bytesPerRow: 250, encode: RollupDeltas.encode)
             try connection.copyIn(
                 """
                 COPY outletd_staging_chains (device_id, sample_count, first_us, first_power_watts, first_energy_wh,
                     last_us, last_power_watts, last_energy_wh, head_us,
-                    \(Self.deltaMeasureNames.map { "total_\($0)" }.joined(separator: ", "))) FROM STDIN
+                    \(Self.deltaMeasureNames.map { "total_\($0)" }.joined(separator: ", "))) FROM STDIN (FORMAT binary)
                 """
-            ) { Self.nextCopyChunk(of: &chains, RollupDeltas.encoded) }
-            var minutes = deltas.minutes[...]
+            ) { chains.next() }
+            var minutes = CopyBinaryChunks(deltas.minutes[...], bytesPerRow: 166, encode: RollupDeltas.encode)
             try connection.copyIn(
                 """
                 COPY outletd_staging_minutes (device_id, bucket_us, \(Self.deltaMeasureNames.joined(separator: ", ")))
-                    FROM STDIN
+                    FROM STDIN (FORMAT binary)
                 """
-            ) { Self.nextCopyChunk(of: &minutes, RollupDeltas.encoded) }
+            ) { minutes.next() }
         }
         try connection.executePrepared(name: Statement.lockInserted)
         let remaining = try connection.executePrepared(name: Statement.stayInOpenHour, [maxGapSeconds])

@@ -121,13 +121,13 @@ public struct BatchStore: Sendable {
             var inserted = 0
             if !batch.samples.isEmpty {
                 try connection.executePrepared(name: Statement.ensurePartitions, [Self.utcDays(batch.samples)])
-                var unsent = batch.samples[...]
+                var samples = CopyBinaryChunks(batch.samples[...], bytesPerRow: 124, encode: Self.encode)
                 try connection.copyIn(
                     """
                     COPY outletd_staging_samples (device_id, measured_us, received_us, device_us, voltage_volts,
-                        current_amperes, power_watts, power_factor, energy_wh, seq) FROM STDIN
+                        current_amperes, power_watts, power_factor, energy_wh, seq) FROM STDIN (FORMAT binary)
                     """
-                ) { Self.nextCopyChunk(of: &unsent, Self.encodeSamples) }
+                ) { samples.next() }
                 let moved = try connection.executePrepared(name: Statement.moveSamples)
                 inserted = try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
                 if inserted > 0 && maintainsRollups {
@@ -191,39 +191,23 @@ public struct BatchStore: Sendable {
     /// Creates the missing daily partitions of `samples` for the days in `$1`.
     static let ensurePartitionsSQL = "SELECT outletd_ensure_sample_partitions($1::integer[])"
 
-    /// Rows encoded per piece of a COPY: the text of a whole batch never exists at once.
-    static let rowsPerCopyChunk = 1_000
-
-    /// Encodes and removes the next `rowsPerCopyChunk` rows of `rows`; nil once it is empty (for
-    /// `copyIn(_:chunks:)`).
-    static func nextCopyChunk<Row>(of rows: inout ArraySlice<Row>, _ encode: (ArraySlice<Row>) -> [UInt8]) -> [UInt8]? {
-        guard !rows.isEmpty else { return nil }
-        let chunk = rows.prefix(rowsPerCopyChunk)
-        rows = rows.dropFirst(chunk.count)
-        return encode(chunk)
-    }
-
-    static func encodeSamples(_ samples: ArraySlice<DeviceSample>) -> [UInt8] {
-        var encoder = CopyTextEncoder(reservingCapacity: samples.count * 120)
-        for sample in samples {
-            let reading = sample.reading
-            encoder.int(sample.deviceID)
-            encoder.microseconds(reading.measuredAt)
-            encoder.microseconds(reading.receivedAt)
-            // A device clock may claim any year; PostgreSQL stores years 1–9999 here (else NULL).
-            encoder.int(
-                reading.deviceTime.map(CopyTextEncoder.microseconds).flatMap {
-                    Self.storableMicroseconds.contains($0) ? $0 : nil
-                })
-            encoder.double(reading.voltageVolts)
-            encoder.double(reading.currentAmperes)
-            encoder.double(reading.powerWatts)
-            encoder.double(reading.powerFactor)
-            encoder.double(reading.energyWattHours)
-            encoder.int(reading.sequence)
-            encoder.endRow()
-        }
-        return encoder.bytes
+    /// A sample as a binary `COPY` row of `outletd_staging_samples`.
+    static func encode(_ sample: DeviceSample, _ encoder: inout CopyBinaryEncoder) {
+        let reading = sample.reading
+        encoder.int32(sample.deviceID)
+        encoder.microseconds(reading.measuredAt)
+        encoder.microseconds(reading.receivedAt)
+        // A device clock may claim any year; PostgreSQL stores years 1–9999 here (else NULL).
+        encoder.int64(
+            reading.deviceTime.map(CopyBinaryEncoder.microseconds).flatMap {
+                Self.storableMicroseconds.contains($0) ? $0 : nil
+            })
+        encoder.double(reading.voltageVolts)
+        encoder.double(reading.currentAmperes)
+        encoder.double(reading.powerWatts)
+        encoder.double(reading.powerFactor)
+        encoder.double(reading.energyWattHours)
+        encoder.int64(reading.sequence)
     }
 
     /// Moves staged samples into `samples`, skipping ones already there, adds the rows it really
@@ -300,7 +284,7 @@ public struct BatchStore: Sendable {
                  AS r(received_us, topic, device_code, reason, detail, reading_index, payload_excerpt)
             """,
             [
-                rejections.map { CopyTextEncoder.microseconds($0.receivedAt) },
+                rejections.map { CopyBinaryEncoder.microseconds($0.receivedAt) },
                 rejections.map(\.topic),
                 rejections.map { $0.deviceCode ?? "" },
                 rejections.map(\.reason.rawValue),
@@ -344,8 +328,8 @@ public struct BatchStore: Sendable {
             [
                 codes,
                 sightings.map { Int64($0.messages) },
-                sightings.map { CopyTextEncoder.microseconds($0.firstSeenAt) },
-                sightings.map { CopyTextEncoder.microseconds($0.lastSeenAt) },
+                sightings.map { CopyBinaryEncoder.microseconds($0.firstSeenAt) },
+                sightings.map { CopyBinaryEncoder.microseconds($0.lastSeenAt) },
                 sightings.map(\.lastTopic),
                 Int64(pendingDevicesMax),
             ])
