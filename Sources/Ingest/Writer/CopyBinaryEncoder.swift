@@ -2,8 +2,8 @@ import Foundation
 
 /// Builds the body of a `COPY … FROM STDIN (FORMAT binary)`: each field as its length and its
 /// value in network byte order, so PostgreSQL reads numbers without parsing text and outletd
-/// writes them without formatting it. A text COPY of the staging rows, mostly doubles, cost the
-/// server 3–4 times as much (docs/PERFORMANCE.md).
+/// writes them without formatting it. In the writer, the text COPYs of the staging rows (mostly
+/// doubles) cost the server about twice as much time per row (docs/PERFORMANCE.md).
 ///
 /// The caller writes the fields of a row in the order of the COPY's column list, each with the
 /// width of its column's type: `int32` for `integer`, `int64` for `bigint`, `double` for
