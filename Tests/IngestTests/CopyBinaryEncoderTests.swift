@@ -56,7 +56,7 @@ import Testing
             Row(a: 7, b: -7, c: 0.1 + 0.2), Row(a: 8, b: 1_800_000_000_123_456, c: .greatestFiniteMagnitude),
         ]
         let rows = (0..<2_500).map { i in edges[i % edges.count] }
-        var chunks = CopyBinaryChunks(Array(rows.enumerated())[...], bytesPerRow: 40) { row, encoder in
+        var chunks = CopyBinaryChunks(Array(rows.enumerated())[...]) { row, encoder in
             encoder.int32(Int32(row.offset))
             encoder.int32(row.element.a)
             encoder.int64(row.element.b)
@@ -79,7 +79,7 @@ import Testing
             ]
             #expect((0..<3).map { stored[index, $0] ?? "" } == expected, "row \(index)")
         }
-        var empty = CopyBinaryChunks([Row]()[...], bytesPerRow: 40) { row, encoder in encoder.int32(row.a) }
+        var empty = CopyBinaryChunks([Row]()[...]) { row, encoder in encoder.int32(row.a) }
         #expect(try connection.copyIn("COPY copied (a) FROM STDIN (FORMAT binary)") { empty.next() } == 0)
     }
 }

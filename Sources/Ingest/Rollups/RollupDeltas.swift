@@ -142,11 +142,13 @@ struct RollupDeltas: Equatable {
     static func encode(_ chain: Chain, _ encoder: inout CopyBinaryEncoder) {
         encoder.int32(chain.deviceID)
         encoder.int64(Int64(chain.sampleCount))
-        for point in [chain.first, chain.last] {
+        func encode(_ point: Point) {
             encoder.int64(point.micros)
             encoder.double(point.powerWatts)
             encoder.double(point.energyWattHours)
         }
+        encode(chain.first)
+        encode(chain.last)
         encoder.int64(minuteStart(chain.last.micros))
         encodeMeasures(of: chain.total, &encoder)
     }

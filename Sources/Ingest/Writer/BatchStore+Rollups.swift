@@ -17,7 +17,7 @@ extension BatchStore {
     func updateRollups(_ batch: Batch, maxGapSeconds: Double, _ connection: PostgresConnection) throws {
         let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
         if !deltas.chains.isEmpty {
-            var chains = CopyBinaryChunks(deltas.chains[...], bytesPerRow: 250, encode: RollupDeltas.encode)
+            var chains = CopyBinaryChunks(deltas.chains[...], encode: RollupDeltas.encode)
             try connection.copyIn(
                 """
                 COPY outletd_staging_chains (device_id, sample_count, first_us, first_power_watts, first_energy_wh,
@@ -25,7 +25,7 @@ extension BatchStore {
                     \(Self.deltaMeasureNames.map { "total_\($0)" }.joined(separator: ", "))) FROM STDIN (FORMAT binary)
                 """
             ) { chains.next() }
-            var minutes = CopyBinaryChunks(deltas.minutes[...], bytesPerRow: 166, encode: RollupDeltas.encode)
+            var minutes = CopyBinaryChunks(deltas.minutes[...], encode: RollupDeltas.encode)
             try connection.copyIn(
                 """
                 COPY outletd_staging_minutes (device_id, bucket_us, \(Self.deltaMeasureNames.joined(separator: ", ")))
@@ -60,9 +60,9 @@ extension BatchStore {
             SELECT time_zone AS zone, max_gap_seconds = $1::double precision AS same_gap FROM rollup_settings LIMIT 1
         ), fast AS MATERIALIZED (
             SELECT c.device_id,
-                   timestamptz 'epoch' + c.first_us * interval '1 microsecond' AS first_at,
+                   \(timestamp("c.first_us")) AS first_at,
                    c.first_power_watts, c.first_energy_wh,
-                   timestamptz 'epoch' + c.last_us * interval '1 microsecond' AS last_at,
+                   \(timestamp("c.last_us")) AS last_at,
                    c.last_power_watts, c.last_energy_wh,
                    t.measured_at AS tail_at, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
                    t.device_id IS NOT NULL AS has_tail
@@ -71,7 +71,7 @@ extension BatchStore {
             LEFT JOIN rollup_tails t ON t.device_id = c.device_id
             WHERE (t.measured_at IS NULL OR t.measured_at < i.first_measured_at) AND (SELECT same_gap FROM settings)
         ), staged AS (
-            SELECT m.device_id, timestamptz 'epoch' + m.bucket_us * interval '1 microsecond' AS bucket_start,
+            SELECT m.device_id, \(timestamp("m.bucket_us")) AS bucket_start,
                    m.sample_count, m.power_sum_watts, m.power_integral_watt_seconds, m.covered_seconds, m.energy_wh,
                    m.min_power_watts, m.peak_power_watts, m.min_voltage_volts, m.max_voltage_volts, m.last_power_watts,
                    m.peak_us::double precision AS peak_us, m.last_us::double precision AS last_us
@@ -222,14 +222,14 @@ extension BatchStore {
                    total_covered_seconds + \(linkCovered) AS covered_seconds,
                    total_energy_wh + \(linkEnergy) AS energy_wh,
                    total_min_power_watts AS min_power_watts, total_peak_power_watts AS peak_power_watts,
-                   timestamptz 'epoch' + total_peak_us * interval '1 microsecond' AS peak_at,
+                   \(timestamp("total_peak_us")) AS peak_at,
                    total_min_voltage_volts AS min_voltage_volts, total_max_voltage_volts AS max_voltage_volts,
                    total_last_power_watts AS last_power_watts,
-                   timestamptz 'epoch' + total_last_us * interval '1 microsecond' AS last_at,
+                   \(timestamp("total_last_us")) AS last_at,
                    \(measures.map { "head_\($0)" }.joined(separator: ", ")),
                    \(measures.map { "share_\($0)" }.joined(separator: ", "))
             FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
-                         extract(epoch FROM timestamptz 'epoch' + c.first_us * interval '1 microsecond' - t.measured_at)
+                         extract(epoch FROM \(timestamp("c.first_us")) - t.measured_at)
                              ::double precision AS seconds,
                          t.open_minute_us,
                          \(measures.map { "\(staged("h")($0)) AS head_\($0)" }.joined(separator: ", ")),
@@ -243,7 +243,7 @@ extension BatchStore {
                   LEFT JOIN outletd_staging_minutes f ON f.device_id = c.device_id AND f.bucket_us = t.open_minute_us
                   WHERE t.measured_at < i.first_measured_at
                     AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
-                    AND outletd_hour_start(timestamptz 'epoch' + c.head_us * interval '1 microsecond',
+                    AND outletd_hour_start(\(timestamp("c.head_us")),
                                            (SELECT zone FROM settings)) = t.open_hour_start
                     AND (SELECT same_gap FROM settings)) joined
         ), closed AS (
@@ -254,7 +254,7 @@ extension BatchStore {
                 JOIN rollup_tails t ON t.device_id = s.device_id
                 WHERE s.head_us <> s.open_minute_us
                 UNION ALL
-                SELECT m.device_id, timestamptz 'epoch' + m.bucket_us * interval '1 microsecond',
+                SELECT m.device_id, \(timestamp("m.bucket_us")),
                        \(measures.map(staged("m")).joined(separator: ", "))
                 FROM outletd_staging_minutes m
                 JOIN staying s ON s.device_id = m.device_id
@@ -265,7 +265,7 @@ extension BatchStore {
         ), moved AS (
             UPDATE rollup_tails t
             SET measured_at = s.last_at, power_watts = s.last_power_watts, energy_wh = s.last_energy_wh,
-                open_minute_start = timestamptz 'epoch' + s.head_us * interval '1 microsecond',
+                open_minute_start = \(timestamp("s.head_us")),
                 \(openBucketsMoved)
             FROM staying s
             WHERE t.device_id = s.device_id
@@ -281,7 +281,7 @@ extension BatchStore {
     private static func staged(_ table: String) -> (String) -> String {
         { name in
             name.hasSuffix("_at")
-                ? "timestamptz 'epoch' + \(table).\(name.dropLast(3))_us * interval '1 microsecond'"
+                ? timestamp("\(table).\(name.dropLast(3))_us")
                 : "\(table).\(name)"
         }
     }
@@ -383,7 +383,7 @@ extension BatchStore {
 
     /// The measures of a row in ``deltaMeasures`` form, times back to `timestamptz`.
     private static let fromMicroseconds = deltaMeasureNames.map {
-        $0.hasSuffix("_us") ? "timestamptz 'epoch' + \($0) * interval '1 microsecond' AS \($0.dropLast(3))_at" : $0
+        $0.hasSuffix("_us") ? "\(timestamp($0)) AS \($0.dropLast(3))_at" : $0
     }.joined(separator: ", ")
 
     /// Per measure, a bucket with a delta added: sums add, extremes compare, the earliest time at
@@ -464,14 +464,14 @@ extension BatchStore {
                    sum(energy_wh) AS energy_wh, min(min_voltage_volts) AS min_voltage_volts,
                    max(max_voltage_volts) AS max_voltage_volts,
                    (max(ARRAY[last_us, last_power_watts]))[2] AS last_power_watts,
-                   timestamptz 'epoch' + (max(ARRAY[last_us, last_power_watts]))[1] * interval '1 microsecond' AS last_at
+                   \(timestamp("(max(ARRAY[last_us, last_power_watts]))[1]")) AS last_at
         """
 
     /// Recomputes, from the raw samples, the minutes touched by the staged samples of the outlets in
     /// `$1` (a superset of the rows inserted, which recomputes some minutes to what they are).
     static let recomputeRollupsSQL = """
         SELECT outletd_rollups_after_insert(array_agg(device_id), array_agg(measured_at))
-        FROM (SELECT DISTINCT device_id, timestamptz 'epoch' + measured_us * interval '1 microsecond' AS measured_at
+        FROM (SELECT DISTINCT device_id, \(timestamp("measured_us")) AS measured_at
               FROM outletd_staging_samples WHERE device_id = ANY ($1::integer[])) staged
         """
 

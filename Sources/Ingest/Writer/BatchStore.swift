@@ -121,7 +121,7 @@ public struct BatchStore: Sendable {
             var inserted = 0
             if !batch.samples.isEmpty {
                 try connection.executePrepared(name: Statement.ensurePartitions, [Self.utcDays(batch.samples)])
-                var samples = CopyBinaryChunks(batch.samples[...], bytesPerRow: 124, encode: Self.encode)
+                var samples = CopyBinaryChunks(batch.samples[...], encode: Self.encode)
                 try connection.copyIn(
                     """
                     COPY outletd_staging_samples (device_id, measured_us, received_us, device_us, voltage_volts,
@@ -188,6 +188,11 @@ public struct BatchStore: Sendable {
         return days.sorted()
     }
 
+    /// The `timestamptz` of an expression in microseconds since 1970 (the staged rows' times).
+    static func timestamp(_ microseconds: String) -> String {
+        "timestamptz 'epoch' + \(microseconds) * interval '1 microsecond'"
+    }
+
     /// Creates the missing daily partitions of `samples` for the days in `$1`.
     static let ensurePartitionsSQL = "SELECT outletd_ensure_sample_partitions($1::integer[])"
 
@@ -219,9 +224,9 @@ public struct BatchStore: Sendable {
             INSERT INTO samples (device_id, measured_at, received_at, device_time, voltage_volts, current_amperes,
                                  power_watts, power_factor, energy_wh, seq)
             SELECT device_id,
-                   timestamptz 'epoch' + measured_us * interval '1 microsecond',
-                   timestamptz 'epoch' + received_us * interval '1 microsecond',
-                   timestamptz 'epoch' + device_us * interval '1 microsecond',
+                   \(timestamp("measured_us")),
+                   \(timestamp("received_us")),
+                   \(timestamp("device_us")),
                    voltage_volts, current_amperes, power_watts, power_factor, energy_wh, seq
             FROM outletd_staging_samples
             ORDER BY device_id, measured_us
@@ -278,7 +283,7 @@ public struct BatchStore: Sendable {
             """
             INSERT INTO rejected_messages (received_at, topic, device_code, reason, detail, reading_index,
                                            payload_excerpt)
-            SELECT timestamptz 'epoch' + received_us * interval '1 microsecond', topic, NULLIF(device_code, ''),
+            SELECT \(Self.timestamp("received_us")), topic, NULLIF(device_code, ''),
                    reason, detail, NULLIF(reading_index, -1), payload_excerpt
             FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::text[])
                  AS r(received_us, topic, device_code, reason, detail, reading_index, payload_excerpt)
@@ -309,15 +314,15 @@ public struct BatchStore: Sendable {
             ), updated AS (
                 UPDATE pending_devices p
                 SET message_count = p.message_count + i.messages,
-                    last_seen_at = GREATEST(p.last_seen_at, timestamptz 'epoch' + i.last_us * interval '1 microsecond'),
+                    last_seen_at = GREATEST(p.last_seen_at, \(Self.timestamp("i.last_us"))),
                     last_topic = i.topic
                 FROM incoming i
                 WHERE p.code = i.code
                 RETURNING p.code
             )
             INSERT INTO pending_devices AS p (code, first_seen_at, last_seen_at, message_count, last_topic)
-            SELECT code, timestamptz 'epoch' + first_us * interval '1 microsecond',
-                   timestamptz 'epoch' + last_us * interval '1 microsecond', messages, topic
+            SELECT code, \(Self.timestamp("first_us")),
+                   \(Self.timestamp("last_us")), messages, topic
             FROM incoming
             WHERE code NOT IN (SELECT code FROM updated)
             ORDER BY code

@@ -14,7 +14,9 @@ struct CopyBinaryEncoder {
     private var rowStart = 0
     private var fieldsInRow: Int16 = 0
 
-    init(reservingCapacity capacity: Int = 0) {
+    init() {}
+
+    mutating func reserveCapacity(_ capacity: Int) {
         bytes.reserveCapacity(capacity)
     }
 
@@ -99,15 +101,13 @@ struct CopyBinaryChunks<Row> {
     static var rowsPerChunk: Int { 1_000 }
 
     private var rows: ArraySlice<Row>
-    private let bytesPerRow: Int
     private let encode: (Row, inout CopyBinaryEncoder) -> Void
     private var started = false
     private var finished = false
 
     /// `encode` writes one row's fields (between `beginRow` and `endRow`, which this calls).
-    init(_ rows: ArraySlice<Row>, bytesPerRow: Int, encode: @escaping (Row, inout CopyBinaryEncoder) -> Void) {
+    init(_ rows: ArraySlice<Row>, encode: @escaping (Row, inout CopyBinaryEncoder) -> Void) {
         self.rows = rows
-        self.bytesPerRow = bytesPerRow
         self.encode = encode
     }
 
@@ -116,15 +116,20 @@ struct CopyBinaryChunks<Row> {
         guard !finished else { return nil }
         let chunk = rows.prefix(Self.rowsPerChunk)
         rows = rows.dropFirst(chunk.count)
-        var encoder = CopyBinaryEncoder(reservingCapacity: 19 + chunk.count * bytesPerRow + 2)
+        var encoder = CopyBinaryEncoder()
         if !started {
             encoder.header()
             started = true
         }
-        for row in chunk {
+        for (index, row) in zip(0..., chunk) {
+            let rowStart = encoder.bytes.count
             encoder.beginRow()
             encode(row, &encoder)
             encoder.endRow()
+            if index == 0 {
+                // The chunk's other rows are about as long as its first; 2 bytes for the trailer.
+                encoder.reserveCapacity(encoder.bytes.count + (encoder.bytes.count - rowStart) * (chunk.count - 1) + 2)
+            }
         }
         if rows.isEmpty {
             encoder.trailer()
