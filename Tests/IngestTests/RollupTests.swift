@@ -59,7 +59,8 @@ import Testing
         /// with a replayed reading.
         case inOrder
         /// In time order, in batches of one to four readings (a steady rate): most outlets stay in
-        /// their open minute from one batch to the next.
+        /// their open minute from one batch to the next, and cross into a new hour and day with
+        /// all of a batch in one minute.
         case steady
         /// In time order, in batches of up to 40 readings: outlets leave their open minute within
         /// their open hour.
@@ -69,11 +70,12 @@ import Testing
 
     @Test(
         arguments: zip(
-            [UInt64(1), 2, 3, 4, 5, 6, 7, 8, 9],
+            [UInt64(1), 2, 3, 4, 5, 6, 7, 8, 9, 10],
             [
                 Arrival.shuffled, .shuffled, .shuffled, .mostlyInOrder, .mostlyInOrder, .mostlyInOrder, .inOrder,
                 .steady,
                 .catchingUp,
+                .steady,
             ])
     )
     func incrementalRollupsEqualAFromScratchComputation(seed: UInt64, arrival: Arrival) throws {

@@ -84,7 +84,7 @@ public struct BatchStore: Sendable {
         try connection.prepare(name: Statement.ensurePartitions, sql: Self.ensurePartitionsSQL)
         try connection.prepare(name: Statement.moveSamples, sql: Self.moveSamplesSQL)
         try connection.prepare(name: Statement.lockInserted, sql: Self.lockInsertedSQL)
-        try connection.prepare(name: Statement.stayInOpenHour, sql: Self.stayInOpenHourSQL)
+        try connection.prepare(name: Statement.shortWay, sql: Self.shortWaySQL)
         try connection.prepare(name: Statement.mergeRollups, sql: Self.mergeRollupsSQL)
         try connection.prepare(name: Statement.recomputeRollups, sql: Self.recomputeRollupsSQL)
         try connection.prepare(name: Statement.refreshTails, sql: Self.refreshTailsSQL)
@@ -105,7 +105,7 @@ public struct BatchStore: Sendable {
         static let ensurePartitions = "outletd_ensure_partitions"
         static let moveSamples = "outletd_move_samples"
         static let lockInserted = "outletd_lock_inserted"
-        static let stayInOpenHour = "outletd_stay_in_open_hour"
+        static let shortWay = "outletd_short_way"
         static let mergeRollups = "outletd_merge_rollups"
         static let recomputeRollups = "outletd_recompute_rollups"
         static let refreshTails = "outletd_refresh_tails"
