@@ -8,9 +8,9 @@ import Postgres
 /// all inserted and all come after its tail gets the staged deltas plus the segment from its tail
 /// added to its open minute, hour and day (kept in its `rollup_tails` row; a bucket goes to its
 /// table once the outlet's data has moved past it). Of those, an outlet whose samples all fall in
-/// its open hour, or all in one minute (the usual cases), takes a shorter way to the same result,
-/// first: one update of its `rollup_tails` row, and the buckets it closes (``shortWaySQL``); the
-/// rest go through ``mergeRollupsSQL``. Every other outlet (a replayed reading, a late reading, two readings at one
+/// its open hour (the usual case), or all in one minute of a later hour, takes a shorter way to
+/// the same result, first: one update of its `rollup_tails` row, and the buckets it closes
+/// (``shortWaySQL``, ``shortWayAcrossHoursSQL``); the rest go through ``mergeRollupsSQL``. Every other outlet (a replayed reading, a late reading, two readings at one
 /// time) is recomputed from the raw samples by `outletd_rollups_after_insert`, which first closes
 /// the outlet's open buckets.
 extension BatchStore {
@@ -34,7 +34,9 @@ extension BatchStore {
             ) { minutes.next() }
         }
         try connection.executePrepared(name: Statement.lockInserted)
-        let remaining = try connection.executePrepared(name: Statement.shortWay, [maxGapSeconds])
+        var remaining = try connection.executePrepared(name: Statement.shortWay, [maxGapSeconds])
+        guard try remaining.int64(row: 0, column: 0) != 0 else { return }
+        remaining = try connection.executePrepared(name: Statement.shortWayAcrossHours, [maxGapSeconds])
         guard try remaining.int64(row: 0, column: 0) != 0 else { return }
         let merged = try connection.executePrepared(name: Statement.mergeRollups, [maxGapSeconds])
         let recompute = merged[0, 0] ?? "{}"
@@ -201,25 +203,37 @@ extension BatchStore {
         WHERE NOT EXISTS (SELECT FROM fast f WHERE f.device_id = i.device_id)
         """
 
-    /// Brings up to date, in one update of its `rollup_tails` row, every outlet (inserted, all
-    /// after its tail) whose samples all fall in its open hour, or all in one minute (the usual
-    /// batches when catching up and at a steady rate), and takes it out of
-    /// `outletd_inserted_devices`: what ``mergeRollupsSQL`` would do for it, without its groupings.
-    /// The segment from the tail and the chain's total (summed by the writer) add to the open hour
-    /// and day. If the samples stay in the open minute, they add to it too; else the open minute,
-    /// with the segment and the batch's share of it, goes to `power_rollups_minute_stored` with the
-    /// batch's other minutes before its last, and the last one opens. Samples all in one minute of
-    /// a later hour (or day) close the open hour (and day) the same way, with the segment, and
-    /// their minute opens the new one. Returns how many outlets with inserted samples remain for
-    /// ``mergeRollupsSQL``. `$1` is the maximum gap the deltas were computed with.
-    static let shortWaySQL = """
+    /// Brings up to date, in one update of its `rollup_tails` row, every outlet whose samples all
+    /// fall in its open hour (inserted, all after its tail; the usual batch at a steady rate or
+    /// catching up), and takes it out of `outletd_inserted_devices`: what ``mergeRollupsSQL`` would
+    /// do for it, without its groupings. The segment from the tail and the chain's total (summed by
+    /// the writer) add to the open hour and day. If the samples stay in the open minute, they add
+    /// to it too; else the open minute, with the segment and the batch's share of it, goes to
+    /// `power_rollups_minute_stored` with the batch's other minutes before its last, and the last
+    /// one opens. Returns how many outlets with inserted samples remain (for
+    /// ``shortWayAcrossHoursSQL``, then ``mergeRollupsSQL``). `$1` is the maximum gap the deltas
+    /// were computed with.
+    static let shortWaySQL = shortWay(acrossHours: false)
+
+    /// ``shortWaySQL`` for the outlets left whose samples are all in one minute of a later hour:
+    /// at a steady rate, every outlet once an hour. Their open minute and hour (and day, when the
+    /// minute is in a later day) close with the segment from the tail, and the minute opens them.
+    /// A statement of its own, run only when outlets remain, so that the usual batch pays nothing
+    /// for it.
+    static let shortWayAcrossHoursSQL = shortWay(acrossHours: true)
+
+    /// The statement of ``shortWaySQL`` (outlets in their open hour) or ``shortWayAcrossHoursSQL``.
+    private static func shortWay(acrossHours: Bool) -> String {
+        """
         WITH settings AS (
             SELECT time_zone AS zone, max_gap_seconds = $1::double precision AS same_gap FROM rollup_settings LIMIT 1
         ), staying AS MATERIALIZED (
-            SELECT device_id, head_us, open_minute_us, last_energy_wh, head_hour_start, new_hour, head_day,
-                   head_day <> open_day_date AS new_day,
+            SELECT device_id, head_us, open_minute_us, last_energy_wh,\(acrossHours ? """
+
+                   head_hour_start, head_day, head_day <> open_day_date AS new_day,
                    CASE WHEN head_day <> open_day_date
                         THEN head_day::timestamp AT TIME ZONE (SELECT zone FROM settings) END AS head_day_start,
+        """ : "")
                    \(linkIntegral) AS link_power_integral_watt_seconds, \(linkCovered) AS link_covered_seconds,
                    \(linkEnergy) AS link_energy_wh,
                    total_sample_count AS sample_count, total_power_sum_watts AS power_sum_watts,
@@ -236,9 +250,11 @@ extension BatchStore {
             FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
                          extract(epoch FROM \(timestamp("c.first_us")) - t.measured_at)
                              ::double precision AS seconds,
-                         t.open_minute_us, t.open_hour_start, t.open_day_date,
+                         t.open_minute_us,\(acrossHours ? """
+
+                         t.open_hour_start, t.open_day_date,
                          outletd_hour_start(\(timestamp("c.head_us")), (SELECT zone FROM settings)) AS head_hour_start,
-                         h.sample_count = c.total_sample_count AS all_in_head,
+        """ : "")
                          \(measures.map { "\(staged("h")($0)) AS head_\($0)" }.joined(separator: ", ")),
                          \(measures.map { "\(staged("f")($0)) AS share_\($0)" }.joined(separator: ", "))
                   FROM outletd_staging_chains c
@@ -250,12 +266,17 @@ extension BatchStore {
                   LEFT JOIN outletd_staging_minutes f ON f.device_id = c.device_id AND f.bucket_us = t.open_minute_us
                   WHERE t.measured_at < i.first_measured_at
                     AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
-                    AND (SELECT same_gap FROM settings)) hour_joined,
-                 LATERAL (SELECT head_hour_start <> open_hour_start AS new_hour) hour,
-                 LATERAL (SELECT CASE WHEN new_hour THEN (head_hour_start AT TIME ZONE (SELECT zone FROM settings))::date
-                                      ELSE open_day_date END AS head_day) day
-            -- In the open hour, or all in one minute (of a later hour).
-            WHERE NOT new_hour OR all_in_head
+        \(acrossHours ? """
+                    -- All in the minute the batch ends in.
+                    AND h.sample_count = c.total_sample_count
+                    AND (SELECT same_gap FROM settings)) joined,
+                 LATERAL (SELECT (head_hour_start AT TIME ZONE (SELECT zone FROM settings))::date AS head_day) day
+            WHERE head_hour_start <> open_hour_start
+        """ : """
+                    AND outletd_hour_start(\(timestamp("c.head_us")),
+                                           (SELECT zone FROM settings)) = t.open_hour_start
+                    AND (SELECT same_gap FROM settings)) joined
+        """)
         ), closed AS (
             INSERT INTO power_rollups_minute_stored AS r (device_id, bucket_start, \(measureColumns))
             SELECT * FROM (
@@ -272,12 +293,12 @@ extension BatchStore {
             ) minutes
             ORDER BY device_id, bucket_start
             ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("r"))
-        ), closed_hour AS (
+        ),\(acrossHours ? """
+         closed_hour AS (
             INSERT INTO power_rollups_hourly_stored AS r (device_id, bucket_start, \(measureColumns))
             SELECT s.device_id, t.open_hour_start, \(closedOpenHour)
             FROM staying s
             JOIN rollup_tails t ON t.device_id = s.device_id
-            WHERE s.new_hour
             ORDER BY s.device_id
             ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("r"))
         ), closed_day AS (
@@ -288,15 +309,18 @@ extension BatchStore {
             WHERE s.new_day
             ORDER BY s.device_id
             ON CONFLICT (device_id, day) DO UPDATE SET \(mergedMeasures("r"))
-        ), moved AS (
+        ),
+        """ : "") moved AS (
             UPDATE rollup_tails t
             SET measured_at = s.last_at, power_watts = s.last_power_watts, energy_wh = s.last_energy_wh,
                 open_minute_start = \(timestamp("s.head_us")),
-                open_hour_start = s.head_hour_start,
-                -- (A day's start stays as it opened, should the time zone change: as in the merge.)
-                open_day_start = coalesce(s.head_day_start, t.open_day_start),
-                open_day_date = s.head_day,
-                \(openBucketsMoved)
+                \(acrossHours ? """
+        open_hour_start = s.head_hour_start,
+        -- (A day's start stays as it opened, should the time zone change: as in the merge.)
+        open_day_start = coalesce(s.head_day_start, t.open_day_start),
+        open_day_date = s.head_day,
+        \(openBucketsMovedAcrossHours)
+        """ : openBucketsMoved)
             FROM staying s
             WHERE t.device_id = s.device_id
             RETURNING t.device_id
@@ -305,6 +329,7 @@ extension BatchStore {
         )
         SELECT (SELECT count(*) FROM outletd_inserted_devices) - (SELECT count(*) FROM moved)
         """
+    }
 
     /// A measure of a staged minute (`outletd_staging_minutes`) as the rollup tables name it, its
     /// times (`peak_at`, `last_at`) from microseconds.
@@ -338,17 +363,21 @@ extension BatchStore {
         }
     }
 
-    /// The SET list moving an outlet's open buckets in `rollup_tails t` by `staying s`: its day gains
-    /// the batch's total; its hour too, unless the batch is in a later hour, which it then opens
-    /// (its last minute, `head_…`, being all of it); its minute gains the total when the samples
-    /// stayed in it, else it is the batch's last minute.
+    /// The SET list moving an outlet's open buckets in `rollup_tails t` by `staying s`: its hour and
+    /// day gain the batch's total; its minute gains it too when the samples stayed in it, else it is
+    /// the batch's last minute (`head_…`).
     private static let openBucketsMoved =
         (addedMeasures({ "t.open_minute_\($0)" }, column(of: "s"), time: "_at").map { name, added in
             "open_minute_\(name) = CASE WHEN s.head_us = s.open_minute_us THEN \(added) ELSE s.head_\(name) END"
         }
-        + addedMeasures({ "t.open_hour_\($0)" }, column(of: "s"), time: "_at").map { name, added in
-            "open_hour_\(name) = CASE WHEN s.new_hour THEN s.head_\(name) ELSE \(added) END"
-        }
+        + ["open_hour", "open_day"].flatMap { level in
+            addedMeasures({ "t.\(level)_\($0)" }, column(of: "s"), time: "_at").map { "\(level)_\($0) = \($1)" }
+        }).joined(separator: ",\n")
+
+    /// The same for samples all in one minute of a later hour (`head_…`): that minute opens the
+    /// minute and hour, and the day too if it is a later one; else the day gains the batch's total.
+    private static let openBucketsMovedAcrossHours =
+        (["open_minute", "open_hour"].flatMap { level in measures.map { "\(level)_\($0) = s.head_\($0)" } }
         + addedMeasures({ "t.open_day_\($0)" }, column(of: "s"), time: "_at").map { name, added in
             "open_day_\(name) = CASE WHEN s.new_day THEN s.head_\(name) ELSE \(added) END"
         }).joined(separator: ",\n")

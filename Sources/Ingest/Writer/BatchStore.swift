@@ -85,6 +85,7 @@ public struct BatchStore: Sendable {
         try connection.prepare(name: Statement.moveSamples, sql: Self.moveSamplesSQL)
         try connection.prepare(name: Statement.lockInserted, sql: Self.lockInsertedSQL)
         try connection.prepare(name: Statement.shortWay, sql: Self.shortWaySQL)
+        try connection.prepare(name: Statement.shortWayAcrossHours, sql: Self.shortWayAcrossHoursSQL)
         try connection.prepare(name: Statement.mergeRollups, sql: Self.mergeRollupsSQL)
         try connection.prepare(name: Statement.recomputeRollups, sql: Self.recomputeRollupsSQL)
         try connection.prepare(name: Statement.refreshTails, sql: Self.refreshTailsSQL)
@@ -106,6 +107,7 @@ public struct BatchStore: Sendable {
         static let moveSamples = "outletd_move_samples"
         static let lockInserted = "outletd_lock_inserted"
         static let shortWay = "outletd_short_way"
+        static let shortWayAcrossHours = "outletd_short_way_across_hours"
         static let mergeRollups = "outletd_merge_rollups"
         static let recomputeRollups = "outletd_recompute_rollups"
         static let refreshTails = "outletd_refresh_tails"
