@@ -10,9 +10,9 @@ import Postgres
 /// table once the outlet's data has moved past it). Of those, an outlet whose samples all fall in
 /// its open hour (the usual case), or all in one minute of a later hour, takes a shorter way to
 /// the same result, first: one update of its `rollup_tails` row, and the buckets it closes
-/// (``shortWaySQL``, ``shortWayAcrossHoursSQL``); the rest go through ``mergeRollupsSQL``. Every other outlet (a replayed reading, a late reading, two readings at one
-/// time) is recomputed from the raw samples by `outletd_rollups_after_insert`, which first closes
-/// the outlet's open buckets.
+/// (``shortWaySQL``, ``shortWayAcrossHoursSQL``); the rest go through ``mergeRollupsSQL``. Every
+/// other outlet (a replayed reading, a late reading, two readings at one time) is recomputed from
+/// the raw samples by `outletd_rollups_after_insert`, which first closes the outlet's open buckets.
 extension BatchStore {
     func updateRollups(_ batch: Batch, maxGapSeconds: Double, _ connection: PostgresConnection) throws {
         let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
