@@ -121,20 +121,23 @@ struct CopyBinaryChunks<Row> {
             encoder.header()
             started = true
         }
-        for (index, row) in zip(0..., chunk) {
-            let rowStart = encoder.bytes.count
-            encoder.beginRow()
-            encode(row, &encoder)
-            encoder.endRow()
-            if index == 0 {
-                // The chunk's other rows are about as long as its first; 2 bytes for the trailer.
-                encoder.reserveCapacity(encoder.bytes.count + (encoder.bytes.count - rowStart) * (chunk.count - 1) + 2)
-            }
+        if let first = chunk.first {
+            let firstStart = encoder.bytes.count
+            add(first, to: &encoder)
+            // The chunk's other rows are about as long as its first; 2 bytes for the trailer.
+            encoder.reserveCapacity(encoder.bytes.count + (encoder.bytes.count - firstStart) * (chunk.count - 1) + 2)
         }
+        for row in chunk.dropFirst() { add(row, to: &encoder) }
         if rows.isEmpty {
             encoder.trailer()
             finished = true
         }
         return encoder.bytes
+    }
+
+    private func add(_ row: Row, to encoder: inout CopyBinaryEncoder) {
+        encoder.beginRow()
+        encode(row, &encoder)
+        encoder.endRow()
     }
 }
