@@ -40,25 +40,40 @@ public enum NativeProtocol {
     ///   the kind, has an empty code level, names an unknown kind (kinds are case-sensitive), or contains an MQTT
     ///   wildcard (`+`, `#`), which never appears in a published topic name.
     public static func parseTopic(_ topic: String, prefix: String) -> TopicMatch? {
-        let slash = UInt8(ascii: "/")
-        let topicBytes = topic.utf8
-        guard !topicBytes.contains(UInt8(ascii: "+")), !topicBytes.contains(UInt8(ascii: "#")) else { return nil }
         // Levels are compared as bytes: a combining mark after "/" must not glue two levels into one Character.
-        let levels = topicBytes.split(separator: slash, omittingEmptySubsequences: false)
+        // Every message is routed through here (twice: in the MQTT callback and in the writer), so the
+        // topic is scanned in place rather than split into arrays of levels.
         let normalizedPrefix = normalize(prefix)
-        let prefixLevels =
-            normalizedPrefix.isEmpty
-            ? [] : normalizedPrefix.utf8.split(separator: slash, omittingEmptySubsequences: false)
-        guard levels.count == prefixLevels.count + 2 else { return nil }
-        for (level, expected) in zip(levels, prefixLevels) where !level.elementsEqual(expected) {
-            return nil
+        return withUTF8(Substring(topic)) { topicBytes in
+            withUTF8(normalizedPrefix) { parseTopic(topicBytes, prefix: $0) }
         }
-        let codeLevel = levels[prefixLevels.count]
-        let kindLevel = levels[prefixLevels.count + 1]
-        guard !codeLevel.isEmpty, let kind = TopicKind(rawValue: String(decoding: kindLevel, as: UTF8.self)) else {
-            return nil
+    }
+
+    /// `body` over the UTF-8 of `text`: in place (native strings), else over a copy.
+    private static func withUTF8<Result>(_ text: Substring, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
+        return Array(text.utf8).withUnsafeBufferPointer(body)
+    }
+
+    /// ``parseTopic(_:prefix:)`` over the topic's bytes and the normalized prefix's.
+    private static func parseTopic(_ topic: UnsafeBufferPointer<UInt8>, prefix: UnsafeBufferPointer<UInt8>)
+        -> TopicMatch?
+    {
+        let slash = UInt8(ascii: "/")
+        guard !topic.contains(UInt8(ascii: "+")), !topic.contains(UInt8(ascii: "#")) else { return nil }
+        // The prefix's levels, then one more "/": the same levels as the topic's first ones.
+        var start = 0
+        if !prefix.isEmpty {
+            guard topic.count > prefix.count, topic[prefix.count] == slash,
+                UnsafeBufferPointer(rebasing: topic[0..<prefix.count]).elementsEqual(prefix)
+            else { return nil }
+            start = prefix.count + 1
         }
-        return TopicMatch(deviceCode: String(decoding: codeLevel, as: UTF8.self), kind: kind)
+        // Then exactly two levels: a non-empty code and the kind (no kind's name holds a "/").
+        guard let separator = topic[start...].firstIndex(of: slash), separator > start,
+            let kind = TopicKind(rawValue: String(decoding: topic[(separator + 1)...], as: UTF8.self))
+        else { return nil }
+        return TopicMatch(deviceCode: String(decoding: topic[start..<separator], as: UTF8.self), kind: kind)
     }
 
     /// The topic `<prefix>/<code>/<kind>` (trailing `/` of the prefix ignored; an empty prefix gives `<code>/<kind>`).

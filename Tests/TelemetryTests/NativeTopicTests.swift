@@ -80,6 +80,50 @@ struct NativeTopicTests {
         )
     }
 
+    /// Topics and prefixes built from levels that stress the scan: empty levels, wildcards, a kind,
+    /// a level that begins another, a two-byte letter and a combining mark.
+    @Test("agrees with splitting the topic into levels, on 20,000 random topics")
+    func agreesWithSplitting() {
+        let pieces = ["", "ou", "outlets", "site1", "telemetry", "set", "A", "é", "\u{301}", "+", "#", "x/y"]
+        var generator = SplitMix64(seed: 77)
+        func random(levels: ClosedRange<Int>) -> String {
+            (0..<Int.random(in: levels, using: &generator))
+                .map { _ in pieces.randomElement(using: &generator)! }
+                .joined(separator: "/")
+        }
+        for _ in 0..<20_000 {
+            let prefix = random(levels: 0...3) + (Bool.random(using: &generator) ? "/" : "")
+            let topic =
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: random(levels: 0...5)
+                case 1: "\(prefix)/\(random(levels: 1...3))"
+                default: "\(prefix)\(random(levels: 1...3))"  // the prefix glued to the next level
+                }
+            let expected = Self.splitting(topic, prefix: prefix)
+            #expect(NativeProtocol.parseTopic(topic, prefix: prefix) == expected, "\(topic) under \(prefix)")
+        }
+    }
+
+    /// The rule as first written: split both into levels, compare the prefix's, then code and kind.
+    static func splitting(_ topic: String, prefix: String) -> NativeProtocol.TopicMatch? {
+        let slash = UInt8(ascii: "/")
+        guard !topic.utf8.contains(UInt8(ascii: "+")), !topic.utf8.contains(UInt8(ascii: "#")) else { return nil }
+        let levels = topic.utf8.split(separator: slash, omittingEmptySubsequences: false)
+        var normalizedPrefix = Substring(prefix)
+        while normalizedPrefix.utf8.last == slash { normalizedPrefix = normalizedPrefix.dropLast() }
+        let prefixLevels =
+            normalizedPrefix.isEmpty
+            ? [] : normalizedPrefix.utf8.split(separator: slash, omittingEmptySubsequences: false)
+        guard levels.count == prefixLevels.count + 2 else { return nil }
+        for (level, expected) in zip(levels, prefixLevels) where !level.elementsEqual(expected) { return nil }
+        let codeLevel = levels[prefixLevels.count]
+        let kindLevel = levels[prefixLevels.count + 1]
+        guard !codeLevel.isEmpty,
+            let kind = NativeProtocol.TopicKind(rawValue: String(decoding: kindLevel, as: UTF8.self))
+        else { return nil }
+        return NativeProtocol.TopicMatch(deviceCode: String(decoding: codeLevel, as: UTF8.self), kind: kind)
+    }
+
     @Test("builds the documented topic")
     func buildsDocumentedTopic() throws {
         let code = try #require(DeviceCode("ABC123"))
