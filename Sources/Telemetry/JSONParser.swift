@@ -35,6 +35,33 @@ public enum JSONParser {
         return value
     }
 
+    /// Parses a complete JSON document whose top level is an object, keeping only the members named in `keys`:
+    /// element `i` of the result is the value of `keys[i]` (the last one when the key repeats, as in ``parse(_:maxDepth:)``),
+    /// or nil when the object has no such member. Returns nil, having read only leading whitespace, when the top
+    /// level is not an object. Everything else is checked as ``parse(_:maxDepth:)`` checks it: the same document
+    /// throws the same error.
+    ///
+    /// For decoders that read a few known keys: the object becomes no dictionary, and the keys no strings.
+    public static func parseObject(
+        _ bytes: [UInt8], keeping keys: [StaticString], maxDepth: Int = defaultMaxDepth
+    ) throws(JSONParseError) -> [JSONValue?]? {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParseError) -> [JSONValue?]? in
+            var scanner = Scanner(bytes: buffer, maxDepth: maxDepth)
+            scanner.skipWhitespace()
+            guard scanner.offset < buffer.count, buffer[scanner.offset] == UInt8(ascii: "{") else { return nil }
+            var values = [JSONValue?](repeating: nil, count: keys.count)
+            try scanner.parseObject(depth: 1) { (key, scanner) throws(JSONParseError) in
+                let value = try scanner.parseValue(depth: 1)
+                if let index = keys.firstIndex(where: { key.matches($0, in: scanner.bytes) }) { values[index] = value }
+            }
+            scanner.skipWhitespace()
+            if scanner.offset < buffer.count {
+                throw scanner.error(.trailingData, "\(scanner.describeCurrentByte()) after the top-level value")
+            }
+            return values
+        }
+    }
+
     /// Parses `text` as exactly one JSON number (the whole text, no surrounding spaces), e.g. `"-12.5e3"`.
     /// Returns `nil` when the text is not in the JSON number grammar. Overflow gives ±infinity.
     public static func parseNumber(_ text: some StringProtocol) -> Double? {
@@ -140,15 +167,26 @@ extension JSONParser {
         }
 
         private mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
+            var members: [String: JSONValue] = [:]
+            try parseObject(depth: depth) { (key, scanner) throws(JSONParseError) in
+                members[key.string(in: scanner.bytes)] = try scanner.parseValue(depth: depth)
+            }
+            return .object(members)
+        }
+
+        /// Parses an object starting at its `{`, handing each key to `member`, which must parse the value that
+        /// follows the key's colon (with `depth` as its depth).
+        mutating func parseObject(
+            depth: Int, member: (ScannedString, inout Scanner) throws(JSONParseError) -> Void
+        ) throws(JSONParseError) {
             guard depth <= maxDepth else {
                 throw error(.tooDeep, "more than \(maxDepth) nested arrays/objects")
             }
             offset += 1  // '{'
-            var members: [String: JSONValue] = [:]
             skipWhitespace()
             if offset < bytes.count && bytes[offset] == UInt8(ascii: "}") {
                 offset += 1
-                return .object(members)
+                return
             }
             while true {
                 skipWhitespace()
@@ -158,7 +196,7 @@ extension JSONParser {
                 guard bytes[offset] == UInt8(ascii: "\"") else {
                     throw error(.unexpectedCharacter, "expected a string key but found \(describeCurrentByte())")
                 }
-                let key = try parseString()
+                let key = try scanString()
                 skipWhitespace()
                 guard offset < bytes.count else {
                     throw error(.unexpectedEndOfInput, "expected ':'")
@@ -168,7 +206,7 @@ extension JSONParser {
                 }
                 offset += 1
                 skipWhitespace()
-                members[key] = try parseValue(depth: depth)
+                try member(key, &self)
                 skipWhitespace()
                 guard offset < bytes.count else {
                     throw error(.unexpectedEndOfInput, "expected ',' or '}'")
@@ -178,7 +216,7 @@ extension JSONParser {
                     offset += 1
                 case UInt8(ascii: "}"):
                     offset += 1
-                    return .object(members)
+                    return
                 default:
                     throw error(.unexpectedCharacter, "expected ',' or '}' but found \(describeCurrentByte())")
                 }
@@ -217,21 +255,54 @@ extension JSONParser {
 
         // MARK: Strings
 
-        /// Parses a string starting at its opening quote. Strings without escapes are copied straight from the
-        /// buffer once validated; escapes switch to a scratch buffer.
+        /// A string as scanned: where its bytes are when it has no escape (valid UTF-8, nothing to resolve),
+        /// else the resolved text.
+        enum ScannedString {
+            case raw(Range<Int>)
+            case escaped(String)
+
+            func string(in bytes: UnsafeBufferPointer<UInt8>) -> String {
+                switch self {
+                case .raw(let range): String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+                case .escaped(let text): text
+                }
+            }
+
+            /// Whether the string equals `key` as Swift compares strings (canonical equivalence: as a dictionary
+            /// key would match); `bytes` is the scanned document. Two ASCII strings are equal exactly when their
+            /// bytes are, so they are compared as bytes, without making a `String`.
+            func matches(_ key: StaticString, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+                switch self {
+                case .raw(let range):
+                    let text = UnsafeBufferPointer(rebasing: bytes[range])
+                    if key.isASCII && text.allSatisfy({ $0 < 0x80 }) {
+                        return key.withUTF8Buffer { text.elementsEqual($0) }
+                    }
+                    return string(in: bytes) == key.description
+                case .escaped(let text):
+                    return text == key.description
+                }
+            }
+        }
+
         mutating func parseString() throws(JSONParseError) -> String {
+            try scanString().string(in: bytes)
+        }
+
+        /// Scans a string starting at its opening quote. Strings without escapes stay where they are, once
+        /// validated; escapes switch to a scratch buffer.
+        mutating func scanString() throws(JSONParseError) -> ScannedString {
             offset += 1  // opening quote
             let start = offset
             while offset < bytes.count {
                 let byte = bytes[offset]
                 if byte == UInt8(ascii: "\"") {
-                    let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<offset]), as: UTF8.self)
                     offset += 1
-                    return text
+                    return .raw(start..<(offset - 1))
                 }
                 if byte == UInt8(ascii: "\\") {
                     var scratch = Array(bytes[start..<offset])
-                    return try parseEscapedString(into: &scratch)
+                    return .escaped(try parseEscapedString(into: &scratch))
                 }
                 if byte < 0x20 {
                     throw error(.controlCharacterInString, "raw \(Self.describe(byte)) must be escaped")

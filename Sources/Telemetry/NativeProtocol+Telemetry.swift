@@ -53,8 +53,13 @@ extension NativeProtocol {
                 "payload of \(payload.count) bytes exceeds the limit of \(limits.maxPayloadBytes) bytes"
             )
         }
+        let context = DecodingContext(receivedAt: receivedAt, limits: limits)
         let root: JSONValue
         do throws(JSONParseError) {
+            // The usual payload, one object: only its reading's members are kept.
+            if let values = try JSONParser.parseObject(payload, keeping: ReadingMembers.keys) {
+                return context.decodeElement(ReadingMembers(values), index: nil)
+            }
             root = try JSONParser.parse(payload)
         } catch {
             if payload.allSatisfy(isJSONWhitespace) {
@@ -63,10 +68,9 @@ extension NativeProtocol {
             return .rejected(.malformedJSON, error.description)
         }
 
-        let context = DecodingContext(receivedAt: receivedAt, limits: limits)
         switch root {
         case .object(let members):
-            return context.decodeElement(members, index: nil)
+            return context.decodeElement(ReadingMembers(members), index: nil)
         case .array(let elements):
             guard !elements.isEmpty else {
                 return .rejected(.wrongType, "empty array: expected at least one reading object")
@@ -90,7 +94,7 @@ extension NativeProtocol {
                     )
                     continue
                 }
-                let decoded = context.decodeElement(members, index: index)
+                let decoded = context.decodeElement(ReadingMembers(members), index: index)
                 result.readings += decoded.readings
                 result.rejections += decoded.rejections
             }
@@ -159,6 +163,33 @@ private struct ReadingFailure: Error {
     }
 }
 
+/// The members of a reading object that decoding reads.
+private struct ReadingMembers {
+    enum Key: Int, CaseIterable {
+        case voltage, current, power, pf, energyWh, ts, seq
+
+        /// The JSON key.
+        var name: String { ReadingMembers.keys[rawValue].description }
+    }
+
+    /// The JSON keys, in the order of ``Key``.
+    static let keys: [StaticString] = ["voltage", "current", "power", "pf", "energy_wh", "ts", "seq"]
+
+    private let values: [JSONValue?]
+
+    /// The values of ``keys``, in their order (``JSONParser/parseObject(_:keeping:maxDepth:)``).
+    init(_ values: [JSONValue?]) {
+        self.values = values
+    }
+
+    init(_ object: [String: JSONValue]) {
+        values = Key.allCases.map { object[$0.name] }
+    }
+
+    /// The member's value; nil when the object has no such key (a `null` is ``JSONValue/null``).
+    subscript(_ key: Key) -> JSONValue? { values[key.rawValue] }
+}
+
 /// What every element of one message shares: the receive time, the limits and the two accepted clock windows.
 private struct DecodingContext {
     let receivedAt: Date
@@ -176,7 +207,7 @@ private struct DecodingContext {
         arrayWindow = (now - max(limits.maxBackfill, limits.maxClockSkew), now + limits.maxClockSkew)
     }
 
-    func decodeElement(_ members: [String: JSONValue], index: Int?) -> DecodedMessage {
+    func decodeElement(_ members: ReadingMembers, index: Int?) -> DecodedMessage {
         do throws(ReadingFailure) {
             return DecodedMessage(readings: [try reading(from: members, isArrayElement: index != nil)])
         } catch {
@@ -186,23 +217,23 @@ private struct DecodingContext {
 
     /// Checks fields in a fixed order (voltage, current, power, pf, energy_wh, seq, ts) and reports the first
     /// problem only, so one bad element yields exactly one rejection.
-    private func reading(from members: [String: JSONValue], isArrayElement: Bool) throws(ReadingFailure) -> Reading {
+    private func reading(from members: ReadingMembers, isArrayElement: Bool) throws(ReadingFailure) -> Reading {
         let voltage = try checked(
-            required(members, "voltage"), "voltage", unit: "V", within: limits.voltageVolts)
+            required(members, .voltage), "voltage", unit: "V", within: limits.voltageVolts)
         let current = try checked(
-            required(members, "current"), "current", unit: "A", within: limits.currentAmperes)
+            required(members, .current), "current", unit: "A", within: limits.currentAmperes)
         let power: Double
-        if let givenPower = try optionalNumber(members, "power") {
+        if let givenPower = try optionalNumber(members, .power) {
             power = try checked(givenPower, "power", unit: "W", within: limits.powerWatts)
         } else {
             power = try checked(
                 voltage * current, "computed power (voltage × current)", unit: "W",
                 within: limits.powerWatts)
         }
-        let powerFactor = try optionalNumber(members, "pf").map { (value) throws(ReadingFailure) in
+        let powerFactor = try optionalNumber(members, .pf).map { (value) throws(ReadingFailure) in
             try checked(value, "pf", unit: "", within: limits.powerFactor)
         }
-        let energy = try optionalNumber(members, "energy_wh").map { (value) throws(ReadingFailure) in
+        let energy = try optionalNumber(members, .energyWh).map { (value) throws(ReadingFailure) in
             guard value.isFinite, value >= 0 else {
                 throw ReadingFailure(.outOfRange, "energy_wh \(value) Wh must be finite and ≥ 0")
             }
@@ -233,7 +264,8 @@ private struct DecodingContext {
     }
 
     /// A number, a numeric string, or `nil` for an absent or `null` key.
-    private func optionalNumber(_ members: [String: JSONValue], _ key: String) throws(ReadingFailure) -> Double? {
+    private func optionalNumber(_ members: ReadingMembers, _ key: ReadingMembers.Key) throws(ReadingFailure) -> Double?
+    {
         guard let value = members[key] else { return nil }
         switch value {
         case .null:
@@ -242,17 +274,17 @@ private struct DecodingContext {
             return number
         case .string(let text):
             guard let number = JSONParser.parseNumber(utf8: text.trimmingASCIISpaces()) else {
-                throw ReadingFailure(.wrongType, "\(key) \(quoted(text)) is not a number")
+                throw ReadingFailure(.wrongType, "\(key.name) \(quoted(text)) is not a number")
             }
             return number
         default:
-            throw ReadingFailure(.wrongType, "\(key) is \(withArticle(value.typeName)), expected a number")
+            throw ReadingFailure(.wrongType, "\(key.name) is \(withArticle(value.typeName)), expected a number")
         }
     }
 
-    private func required(_ members: [String: JSONValue], _ key: String) throws(ReadingFailure) -> Double {
+    private func required(_ members: ReadingMembers, _ key: ReadingMembers.Key) throws(ReadingFailure) -> Double {
         guard let number = try optionalNumber(members, key) else {
-            throw ReadingFailure(.missingField, members[key] == nil ? "\(key) is missing" : "\(key) is null")
+            throw ReadingFailure(.missingField, members[key] == nil ? "\(key.name) is missing" : "\(key.name) is null")
         }
         return number
     }
@@ -272,8 +304,8 @@ private struct DecodingContext {
         return value + 0.0
     }
 
-    private func sequence(_ members: [String: JSONValue]) throws(ReadingFailure) -> Int64? {
-        guard let value = try optionalNumber(members, "seq") else { return nil }
+    private func sequence(_ members: ReadingMembers) throws(ReadingFailure) -> Int64? {
+        guard let value = try optionalNumber(members, .seq) else { return nil }
         guard value.isFinite, value >= 0, value < 9_223_372_036_854_775_808.0 else {
             throw ReadingFailure(.outOfRange, "seq \(value) outside 0–\(Int64.max)")
         }
@@ -283,8 +315,8 @@ private struct DecodingContext {
         return Int64(value)
     }
 
-    private func deviceTime(_ members: [String: JSONValue]) throws(ReadingFailure) -> Date? {
-        switch members["ts"] {
+    private func deviceTime(_ members: ReadingMembers) throws(ReadingFailure) -> Date? {
+        switch members[.ts] {
         case nil, .null?:
             return nil
         case .string(let text)?:

@@ -217,6 +217,62 @@ struct JSONParserTests {
         #expect(JSONValue.array([])["v"] == nil)
     }
 
+    @Test("parseObject(keeping:) agrees with parse on 20,000 mutations of an object: same members, same errors")
+    func keepingAgreesWithParse() {
+        // A duplicate key, an escaped key, nested members of the same name, and keys that Swift equates with
+        // "K" (U+212A KELVIN SIGN, raw and escaped).
+        let object = Array(
+            (#"{"voltage":227.1,"v":[1,{"v":2}],"volt\u0061ge":"x","K":null,"\u212A":true,"seq":7,"#
+                + "\"\u{212A}\":[],\"v\":-0.5e3, \"x\":{\"seq\":1}}").utf8)
+        let keys: [StaticString] = ["voltage", "v", "K", "seq", "missing"]
+        let interesting = Array(#"{}[]":,.-e0123456789\u"tfn "#.utf8) + [0x00, 0x80, 0xE2, 0x84, 0xAA, 0xFF]
+        var generator = SplitMix64(seed: 2024)
+        var outcomes = (members: 0, errors: 0, notObjects: 0)
+        for round in 0..<20_000 {
+            var payload = object
+            for _ in 0..<(round == 0 ? 0 : Int.random(in: 1...3, using: &generator)) where !payload.isEmpty {
+                let position = Int.random(in: 0..<payload.count, using: &generator)
+                switch Int.random(in: 0..<4, using: &generator) {
+                case 0: payload[position] = interesting.randomElement(using: &generator)!
+                case 1: payload.remove(at: position)
+                case 2: payload.insert(interesting.randomElement(using: &generator)!, at: position)
+                default: payload.removeSubrange(position...)
+                }
+            }
+            let expected: Result<[JSONValue?]?, JSONParseError>
+            if payload.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) != UInt8(ascii: "{") {
+                expected = .success(nil)  // not read past the whitespace
+            } else {
+                do {
+                    guard case .object(let members) = try JSONParser.parse(payload) else {
+                        Issue.record("an object parsed as something else")
+                        return
+                    }
+                    expected = .success(keys.map { members[$0.description] })
+                } catch {
+                    expected = .failure(error)
+                }
+            }
+            let actual = Result { () throws(JSONParseError) in try JSONParser.parseObject(payload, keeping: keys) }
+            #expect(actual == expected, "\(String(decoding: payload, as: UTF8.self))")
+            switch expected {
+            case .success(nil): outcomes.notObjects += 1
+            case .success: outcomes.members += 1
+            case .failure: outcomes.errors += 1
+            }
+        }
+        // The mutations reach every outcome.
+        #expect(outcomes.members > 1_000 && outcomes.errors > 1_000 && outcomes.notObjects > 100)
+    }
+
+    @Test("parseObject(keeping:) keeps the last duplicate and matches keys as strings match")
+    func keepingFollowsStringEquality() throws {
+        let payload = Array(("{\"K\":1,\"\u{212A}\":2,\"n\":null,\"a\\u0062\":3}").utf8)
+        let values = try JSONParser.parseObject(payload, keeping: ["K", "n", "ab", "none"])
+        #expect(values == [.number(2), .null, .number(3), nil])
+        #expect(try JSONParser.parseObject(Array(" [1]".utf8), keeping: ["K"]) == nil)
+    }
+
     @Test(
         "numberValue reads numbers and, optionally, numeric strings",
         arguments: [
