@@ -73,6 +73,31 @@ import Testing
         #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
     }
 
+    /// Eight bytes per step and the byte-wise rest give the bit-by-bit definition, at every length and
+    /// wherever a running checksum is split.
+    @Test func checksumMatchesTheBitwiseDefinition() {
+        func bitwise(_ bytes: [UInt8]) -> UInt32 {
+            var crc = UInt32.max
+            for byte in bytes {
+                crc ^= UInt32(byte)
+                for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
+            }
+            return ~crc
+        }
+        var generator = SplitMix64(seed: 32)
+        for length in 0...80 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let split = Int.random(in: 0...length, using: &generator)
+            let running = bytes.withUnsafeBytes { buffer in
+                CRC32C.update(
+                    CRC32C.update(0, UnsafeRawBufferPointer(rebasing: buffer[..<split])),
+                    UnsafeRawBufferPointer(rebasing: buffer[split...]))
+            }
+            #expect(CRC32C.checksum(bytes) == bitwise(bytes), "length \(length)")
+            #expect(running == bitwise(bytes), "length \(length) split at \(split)")
+        }
+    }
+
     /// A crash can stop the file at any byte. Whatever the cut, reopening keeps exactly the records
     /// that are complete, truncates the rest, and appends after them.
     @Test(arguments: 0...totalBytes)

@@ -66,20 +66,27 @@ enum SpoolFraming {
 
     /// The bytes of one record.
     static func encode(_ message: RawMessage) -> [UInt8] {
-        let topic = Array(message.topic.utf8.prefix(Int(UInt16.max)))
-        let bodyLength = fixedBodyBytes + topic.count + message.payload.count
+        let topicLength = min(message.topic.utf8.count, Int(UInt16.max))
+        let bodyLength = fixedBodyBytes + topicLength + message.payload.count
         var bytes: [UInt8] = []
         bytes.reserveCapacity(headerBytes + bodyLength)
         bytes += magic
         append(UInt32(bodyLength), to: &bytes)
         append(UInt32(0), to: &bytes)  // the checksum, filled in below
         append(UInt64(bitPattern: CopyBinaryEncoder.microseconds(message.receivedAt)), to: &bytes)
-        append(UInt16(topic.count), to: &bytes)
-        bytes += topic
+        append(UInt16(topicLength), to: &bytes)
+        if topicLength == message.topic.utf8.count {
+            bytes += message.topic.utf8
+        } else {
+            bytes += message.topic.utf8.prefix(topicLength)
+        }
         bytes += message.payload
-        var crc = bytes.withUnsafeBytes { CRC32C.update(0, UnsafeRawBufferPointer(rebasing: $0[0..<8])) }
-        crc = bytes.withUnsafeBytes { CRC32C.update(crc, UnsafeRawBufferPointer(rebasing: $0[headerBytes...])) }
-        withUnsafeBytes(of: crc.littleEndian) { bytes.replaceSubrange(8..<12, with: $0) }
+        bytes.withUnsafeMutableBytes { buffer in
+            let crc = CRC32C.update(
+                CRC32C.update(0, UnsafeRawBufferPointer(rebasing: buffer[0..<8])),
+                UnsafeRawBufferPointer(rebasing: buffer[headerBytes...]))
+            buffer.storeBytes(of: crc.littleEndian, toByteOffset: 8, as: UInt32.self)
+        }
         return bytes
     }
 
