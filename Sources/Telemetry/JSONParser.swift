@@ -276,7 +276,7 @@ extension JSONParser {
                 case .raw(let range):
                     let text = UnsafeBufferPointer(rebasing: bytes[range])
                     if key.isASCII && text.allSatisfy({ $0 < 0x80 }) {
-                        return key.withUTF8Buffer { text.elementsEqual($0) }
+                        return text.count == key.utf8CodeUnitCount && key.withUTF8Buffer { text.elementsEqual($0) }
                     }
                     return string(in: bytes) == key.description
                 case .escaped(let text):
