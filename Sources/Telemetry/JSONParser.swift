@@ -28,10 +28,7 @@ public enum JSONParser {
         var scanner = Scanner(bytes: buffer, maxDepth: maxDepth)
         scanner.skipWhitespace()
         let value = try scanner.parseValue(depth: 0)
-        scanner.skipWhitespace()
-        if scanner.offset < buffer.count {
-            throw scanner.error(.trailingData, "\(scanner.describeCurrentByte()) after the top-level value")
-        }
+        try scanner.expectEnd()
         return value
     }
 
@@ -52,12 +49,9 @@ public enum JSONParser {
             var values = [JSONValue?](repeating: nil, count: keys.count)
             try scanner.parseObject(depth: 1) { (key, scanner) throws(JSONParseError) in
                 let value = try scanner.parseValue(depth: 1)
-                if let index = keys.firstIndex(where: { key.matches($0, in: scanner.bytes) }) { values[index] = value }
+                if let index = key.firstIndex(in: keys, of: scanner.bytes) { values[index] = value }
             }
-            scanner.skipWhitespace()
-            if scanner.offset < buffer.count {
-                throw scanner.error(.trailingData, "\(scanner.describeCurrentByte()) after the top-level value")
-            }
+            try scanner.expectEnd()
             return values
         }
     }
@@ -109,6 +103,14 @@ extension JSONParser {
             }
             let hex = String(byte, radix: 16, uppercase: true)
             return "byte 0x\(hex.count < 2 ? "0" + hex : hex)"
+        }
+
+        /// After the top-level value: only whitespace may follow.
+        mutating func expectEnd() throws(JSONParseError) {
+            skipWhitespace()
+            if offset < bytes.count {
+                throw error(.trailingData, "\(describeCurrentByte()) after the top-level value")
+            }
         }
 
         @inline(__always)
@@ -268,20 +270,23 @@ extension JSONParser {
                 }
             }
 
-            /// Whether the string equals `key` as Swift compares strings (canonical equivalence: as a dictionary
-            /// key would match); `bytes` is the scanned document. Two ASCII strings are equal exactly when their
-            /// bytes are, so they are compared as bytes, without making a `String`.
-            func matches(_ key: StaticString, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-                switch self {
-                case .raw(let range):
+            /// The index of the first of `keys` that the string equals as Swift compares strings (canonical
+            /// equivalence: as a dictionary key would match); `bytes` is the scanned document. Two ASCII
+            /// strings are equal exactly when their bytes are, so an ASCII string is compared with the
+            /// ASCII keys as bytes, without making a `String`.
+            func firstIndex(in keys: [StaticString], of bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+                if case .raw(let range) = self {
                     let text = UnsafeBufferPointer(rebasing: bytes[range])
-                    if key.isASCII && text.allSatisfy({ $0 < 0x80 }) {
-                        return text.count == key.utf8CodeUnitCount && key.withUTF8Buffer { text.elementsEqual($0) }
+                    if text.allSatisfy({ $0 < 0x80 }) {
+                        return keys.firstIndex { key in
+                            key.isASCII
+                                ? text.count == key.utf8CodeUnitCount && key.withUTF8Buffer { text.elementsEqual($0) }
+                                : String(decoding: text, as: UTF8.self) == key.description
+                        }
                     }
-                    return string(in: bytes) == key.description
-                case .escaped(let text):
-                    return text == key.description
                 }
+                let text = string(in: bytes)
+                return keys.firstIndex { text == $0.description }
             }
         }
 

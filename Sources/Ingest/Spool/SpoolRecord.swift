@@ -75,11 +75,7 @@ enum SpoolFraming {
         append(UInt32(0), to: &bytes)  // the checksum, filled in below
         append(UInt64(bitPattern: CopyBinaryEncoder.microseconds(message.receivedAt)), to: &bytes)
         append(UInt16(topicLength), to: &bytes)
-        if topicLength == message.topic.utf8.count {
-            bytes += message.topic.utf8
-        } else {
-            bytes += message.topic.utf8.prefix(topicLength)
-        }
+        bytes += message.topic.utf8.prefix(topicLength)
         bytes += message.payload
         bytes.withUnsafeMutableBytes { buffer in
             let crc = CRC32C.update(
