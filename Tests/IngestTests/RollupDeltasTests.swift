@@ -95,6 +95,27 @@ import Testing
         #expect(deltas.minutes[1].minVoltageVolts == nil)
     }
 
+    /// A chain's first and last minute travel in its row; only the minutes between them are
+    /// staged before the short way, the ends only for the outlets it leaves.
+    @Test func middleAndEndMinutesPartitionEachChainsMinutes() {
+        let deltas = RollupDeltas(
+            [
+                sample(1, 10, 100),  // one minute
+                sample(2, 10, 100), sample(2, 70, 100),  // two
+                sample(3, 10, 100), sample(3, 70, 100), sample(3, 130, 100), sample(3, 250, 100),  // four
+                sample(4, 5, 100), sample(4, 15, 100),  // one, two samples
+            ], maxGapSeconds: 600)
+        #expect(deltas.chains.map(\.minuteCount) == [1, 2, 4, 1])
+        #expect(deltas.chains.map(\.firstMinuteIndex) == [0, 1, 3, 7])
+        func keys(_ minutes: [RollupDeltas.Minute]) -> [String] {
+            minutes.map { "\($0.deviceID)@\(($0.bucketMicros - micros(0)) / 60_000_000)" }
+        }
+        #expect(keys(deltas.middleMinutes) == ["3@1", "3@2"])
+        #expect(keys(deltas.endMinutes) == ["1@0", "2@0", "2@1", "3@0", "3@4", "4@0"])
+        #expect(Set(keys(deltas.middleMinutes + deltas.endMinutes)) == Set(keys(deltas.minutes)))
+        #expect(deltas.middleMinutes.count + deltas.endMinutes.count == deltas.minutes.count)
+    }
+
     @Test func anOutletWithTwoDifferentReadingsAtOneTimeIsLeftToTheDatabase() {
         let deltas = RollupDeltas(
             [sample(3, 10, 100), sample(3, 10, 200), sample(4, 10, 100), sample(4, 20, 100)], maxGapSeconds: 600)

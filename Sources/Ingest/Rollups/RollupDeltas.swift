@@ -11,14 +11,19 @@ import Telemetry
 /// whether every sample of the chain was really inserted (a chain with a replayed reading, or one
 /// starting before the tail, is recomputed from the raw samples instead).
 struct RollupDeltas: Equatable {
-    /// One outlet's samples in the batch: how many, the first and last of them, and the sum of its
-    /// minutes (what the batch adds to the outlet's hour and day when they all fall in one hour).
+    /// One outlet's samples in the batch: how many, the first and last of them, the sum of its
+    /// minutes (what the batch adds to the outlet's hour and day when they all fall in one hour),
+    /// and its first and last minute, which PostgreSQL's short way reads from the chain's row
+    /// instead of joining staged minutes.
     struct Chain: Equatable {
         var deviceID: Int32
         var sampleCount: Int
         var first: Point
         var last: Point
         var total: Minute
+        /// How many minutes the samples fall in; they are `minutes[firstMinuteIndex ..< + minuteCount]`.
+        var minuteCount: Int
+        var firstMinuteIndex: Int
     }
 
     /// A sample's time (microseconds since the Unix epoch), power and energy counter.
@@ -88,6 +93,7 @@ struct RollupDeltas: Equatable {
     /// One outlet's samples, in time order, at distinct times.
     private mutating func addChain(_ run: [Key], of samples: [DeviceSample], maxGapSeconds: Double) {
         let deviceID = run[0].deviceID
+        let firstMinuteIndex = minutes.count
         func point(_ key: Key) -> Point { Point(key.micros, samples[Int(key.index)].reading) }
         var minute = Minute(deviceID: deviceID, bucketMicros: Self.minuteStart(run[0].micros))
         var total = minute
@@ -110,7 +116,23 @@ struct RollupDeltas: Equatable {
         chains.append(
             Chain(
                 deviceID: deviceID, sampleCount: run.count, first: point(run[0]), last: point(run[run.count - 1]),
-                total: total))
+                total: total, minuteCount: minutes.count - firstMinuteIndex, firstMinuteIndex: firstMinuteIndex))
+    }
+
+    /// The minutes between each chain's first and last (none for a chain of one or two minutes):
+    /// the only ones PostgreSQL's short way needs staged.
+    var middleMinutes: [Minute] {
+        chains.flatMap { minutes[($0.firstMinuteIndex + 1)..<($0.firstMinuteIndex + max(1, $0.minuteCount - 1))] }
+    }
+
+    /// Each chain's first and last minute (one minute when they are the same): staged, with the
+    /// ``middleMinutes``, only for the outlets the short way leaves.
+    var endMinutes: [Minute] {
+        chains.flatMap { chain in
+            chain.minuteCount == 1
+                ? [minutes[chain.firstMinuteIndex]]
+                : [minutes[chain.firstMinuteIndex], minutes[chain.firstMinuteIndex + chain.minuteCount - 1]]
+        }
     }
 
     /// Removes samples at the time of the one before them when they carry the same power, voltage
@@ -138,8 +160,10 @@ struct RollupDeltas: Equatable {
         return micros - (remainder < 0 ? remainder + microsPerMinute : remainder)
     }
 
-    /// A chain as a binary `COPY` row of `outletd_staging_chains`.
-    static func encode(_ chain: Chain, _ encoder: inout CopyBinaryEncoder) {
+    /// A chain as a binary `COPY` row of `outletd_staging_chains`: after the columns below, its
+    /// minute count, its first minute (start and measures; the measures NULL when it is the only
+    /// one) and the measures of its last minute (which starts at `head_us`).
+    func encode(_ chain: Chain, _ encoder: inout CopyBinaryEncoder) {
         encoder.int32(chain.deviceID)
         encoder.int64(Int64(chain.sampleCount))
         func encode(_ point: Point) {
@@ -149,8 +173,17 @@ struct RollupDeltas: Equatable {
         }
         encode(chain.first)
         encode(chain.last)
-        encoder.int64(minuteStart(chain.last.micros))
-        encodeMeasures(of: chain.total, &encoder)
+        encoder.int64(Self.minuteStart(chain.last.micros))
+        Self.encodeMeasures(of: chain.total, &encoder)
+        encoder.int64(Int64(chain.minuteCount))
+        let firstMinute = minutes[chain.firstMinuteIndex]
+        encoder.int64(firstMinute.bucketMicros)
+        if chain.minuteCount == 1 {
+            for _ in BatchStore.deltaMeasureNames { encoder.null() }
+        } else {
+            Self.encodeMeasures(of: firstMinute, &encoder)
+        }
+        Self.encodeMeasures(of: minutes[chain.firstMinuteIndex + chain.minuteCount - 1], &encoder)
     }
 
     /// A minute as a binary `COPY` row of `outletd_staging_minutes`.

@@ -17,33 +17,45 @@ extension BatchStore {
     func updateRollups(_ batch: Batch, maxGapSeconds: Double, _ connection: PostgresConnection) throws {
         let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
         if !deltas.chains.isEmpty {
-            var chains = CopyBinaryChunks(deltas.chains[...], encode: RollupDeltas.encode)
+            var chains = CopyBinaryChunks(deltas.chains[...], encode: deltas.encode)
             try connection.copyIn(
                 """
                 COPY outletd_staging_chains (device_id, sample_count, first_us, first_power_watts, first_energy_wh,
                     last_us, last_power_watts, last_energy_wh, head_us,
-                    \(Self.deltaMeasureNames.map { "total_\($0)" }.joined(separator: ", "))) FROM STDIN (FORMAT binary)
+                    \(Self.deltaMeasureNames.map { "total_\($0)" }.joined(separator: ", ")),
+                    minute_count, first_minute_us,
+                    \(Self.deltaMeasureNames.map { "first_minute_\($0)" }.joined(separator: ", ")),
+                    \(Self.deltaMeasureNames.map { "head_\($0)" }.joined(separator: ", "))) FROM STDIN (FORMAT binary)
                 """
             ) { chains.next() }
-            var minutes = CopyBinaryChunks(deltas.minutes[...], encode: RollupDeltas.encode)
-            try connection.copyIn(
-                """
-                COPY outletd_staging_minutes (device_id, bucket_us, \(Self.deltaMeasureNames.joined(separator: ", ")))
-                    FROM STDIN (FORMAT binary)
-                """
-            ) { minutes.next() }
+            // The short way reads each chain's first and last minute from its row; only the minutes
+            // between them are staged before it (at a steady rate, none).
+            try stageMinutes(deltas.middleMinutes, connection)
         }
         try connection.executePrepared(name: Statement.lockInserted)
         var remaining = try connection.executePrepared(name: Statement.shortWay, [maxGapSeconds])
         guard try remaining.int64(row: 0, column: 0) != 0 else { return }
         remaining = try connection.executePrepared(name: Statement.shortWayAcrossHours, [maxGapSeconds])
         guard try remaining.int64(row: 0, column: 0) != 0 else { return }
+        // The merge reads all minutes of the outlets left.
+        try stageMinutes(deltas.endMinutes, connection)
         let merged = try connection.executePrepared(name: Statement.mergeRollups, [maxGapSeconds])
         let recompute = merged[0, 0] ?? "{}"
         if recompute != "{}" {
             try connection.executePrepared(name: Statement.recomputeRollups, [recompute])
             try connection.executePrepared(name: Statement.refreshTails, [recompute])
         }
+    }
+
+    private func stageMinutes(_ minutes: [RollupDeltas.Minute], _ connection: PostgresConnection) throws {
+        guard !minutes.isEmpty else { return }
+        var rows = CopyBinaryChunks(minutes[...], encode: RollupDeltas.encode)
+        try connection.copyIn(
+            """
+            COPY outletd_staging_minutes (device_id, bucket_us, \(Self.deltaMeasureNames.joined(separator: ", ")))
+                FROM STDIN (FORMAT binary)
+            """
+        ) { rows.next() }
     }
 
     /// Takes the rollup lock of every outlet with an inserted sample (`outletd_lock_devices`).
@@ -213,30 +225,77 @@ extension BatchStore {
     /// one opens. Returns how many outlets with inserted samples remain (for
     /// ``shortWayAcrossHoursSQL``, then ``mergeRollupsSQL``). `$1` is the maximum gap the deltas
     /// were computed with.
-    static let shortWaySQL = shortWay(acrossHours: false)
-
-    /// ``shortWaySQL`` for the outlets left whose samples are all in one minute of a later hour:
-    /// at a steady rate, every outlet once an hour. Their open minute and hour (and day, when the
-    /// minute is in a later day) close with the segment from the tail, and the minute opens them.
-    /// A statement of its own, run only when outlets remain, so that the usual batch pays nothing
-    /// for it.
-    static let shortWayAcrossHoursSQL = shortWay(acrossHours: true)
-
-    /// The statement of ``shortWaySQL`` (outlets in their open hour) or ``shortWayAcrossHoursSQL``.
-    private static func shortWay(acrossHours: Bool) -> String {
-        """
+    static let shortWaySQL = """
         WITH settings AS (
             SELECT time_zone AS zone, max_gap_seconds = $1::double precision AS same_gap FROM rollup_settings LIMIT 1
         ), staying AS MATERIALIZED (
-            SELECT device_id, head_us, open_minute_us, last_energy_wh,\(acrossHours ? """
-
-                   head_hour_start, head_day, head_day <> open_day_date AS new_day,
-                   CASE WHEN head_day <> open_day_date
-                        THEN head_day::timestamp AT TIME ZONE (SELECT zone FROM settings) END AS head_day_start,
-        """ : "")
+            SELECT device_id, head_us, open_minute_us, open_minute_start, first_minute_us, minute_count, last_energy_wh,
                    \(linkIntegral) AS link_power_integral_watt_seconds, \(linkCovered) AS link_covered_seconds,
                    \(linkEnergy) AS link_energy_wh,
-                   total_sample_count AS sample_count, total_power_sum_watts AS power_sum_watts,
+                   \(linkedTotal),
+                   \(measures.map { "\(chainMinute("head_")($0)) AS head_\($0)" }.joined(separator: ", ")),
+                   \(list(measures.map { "open_minute_\($0)" })),
+                   \(list(deltaMeasureNames.map { "first_minute_\($0)" }))
+            FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
+                         extract(epoch FROM \(timestamp("c.first_us")) - t.measured_at)
+                             ::double precision AS seconds,
+                         t.open_minute_us, t.open_minute_start, \(list(measures.map { "open_minute_\($0)" }, of: "t"))
+                  FROM outletd_staging_chains c
+                  JOIN outletd_inserted_devices i ON i.device_id = c.device_id AND i.sample_count = c.sample_count
+                  JOIN (SELECT *, (\(microseconds("open_minute_start")))::bigint AS open_minute_us FROM rollup_tails) t
+                      ON t.device_id = c.device_id
+                  WHERE t.measured_at < i.first_measured_at
+                    AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
+                    AND outletd_hour_start(\(timestamp("c.head_us")), (SELECT zone FROM settings)) = t.open_hour_start
+                    AND (SELECT same_gap FROM settings)) joined
+        ), closed AS (
+            INSERT INTO power_rollups_minute_stored AS r (device_id, bucket_start, \(measureColumns))
+            SELECT * FROM (
+                SELECT s.device_id, s.open_minute_start AS bucket_start, \(closedOpenMinute)
+                FROM staying s
+                WHERE s.head_us <> s.open_minute_us
+                UNION ALL
+                -- The chain's first minute, when it is neither the open minute nor the last.
+                SELECT s.device_id, \(timestamp("s.first_minute_us")),
+                       \(measures.map(chainMinute("s.first_minute_")).joined(separator: ", "))
+                FROM staying s
+                WHERE s.minute_count > 1 AND s.first_minute_us <> s.open_minute_us
+                UNION ALL
+                -- The minutes between its first and last: the only ones staged so far.
+                SELECT m.device_id, \(timestamp("m.bucket_us")),
+                       \(measures.map(staged("m")).joined(separator: ", "))
+                FROM outletd_staging_minutes m
+                JOIN staying s ON s.device_id = m.device_id
+            ) minutes
+            ORDER BY device_id, bucket_start
+            ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("r"))
+        ), moved AS (
+            UPDATE rollup_tails t
+            SET measured_at = s.last_at, power_watts = s.last_power_watts, energy_wh = s.last_energy_wh,
+                open_minute_start = \(timestamp("s.head_us")),
+                \(openBucketsMoved)
+            FROM staying s
+            WHERE t.device_id = s.device_id
+            RETURNING t.device_id
+        ), handled AS (
+            -- Only when outlets remain do the next statements need to tell them from these.
+            DELETE FROM outletd_inserted_devices i USING moved m
+            WHERE i.device_id = m.device_id
+              AND (SELECT count(*) FROM outletd_inserted_devices) > (SELECT count(*) FROM staying)
+        )
+        SELECT (SELECT count(*) FROM outletd_inserted_devices) - (SELECT count(*) FROM moved)
+        """
+
+    /// A measure of a minute staged in a chain's row (`prefix` `head_` or `first_minute_`) as the
+    /// rollup tables name it, its times (`peak_at`, `last_at`) from microseconds.
+    private static func chainMinute(_ prefix: String) -> (String) -> String {
+        { name in name.hasSuffix("_at") ? timestamp("\(prefix)\(name.dropLast(3))_us") : "\(prefix)\(name)" }
+    }
+
+    /// A chain's total with the segment from its tail added (in ``shortWaySQL``'s `staying`, and
+    /// in the statement across hours): what the batch adds to the open hour and day.
+    private static let linkedTotal = """
+        total_sample_count AS sample_count, total_power_sum_watts AS power_sum_watts,
                    total_power_integral_watt_seconds + \(linkIntegral) AS power_integral_watt_seconds,
                    total_covered_seconds + \(linkCovered) AS covered_seconds,
                    total_energy_wh + \(linkEnergy) AS energy_wh,
@@ -244,57 +303,49 @@ extension BatchStore {
                    \(timestamp("total_peak_us")) AS peak_at,
                    total_min_voltage_volts AS min_voltage_volts, total_max_voltage_volts AS max_voltage_volts,
                    total_last_power_watts AS last_power_watts,
-                   \(timestamp("total_last_us")) AS last_at,
-                   \(measures.map { "head_\($0)" }.joined(separator: ", ")),
-                   \(measures.map { "share_\($0)" }.joined(separator: ", "))
+                   \(timestamp("total_last_us")) AS last_at
+        """
+
+    /// ``shortWaySQL`` for the outlets left whose samples are all in one minute of a later hour:
+    /// at a steady rate, every outlet once an hour. Their open minute and hour (and day, when the
+    /// minute is in a later day) close with the segment from the tail, and the minute opens them.
+    /// A statement of its own, run only when outlets remain, so that the usual batch pays nothing
+    /// for it.
+    static let shortWayAcrossHoursSQL = """
+        WITH settings AS (
+            SELECT time_zone AS zone, max_gap_seconds = $1::double precision AS same_gap FROM rollup_settings LIMIT 1
+        ), staying AS MATERIALIZED (
+            SELECT device_id, head_us, last_energy_wh,
+                   head_hour_start, head_day, head_day <> open_day_date AS new_day,
+                   CASE WHEN head_day <> open_day_date
+                        THEN head_day::timestamp AT TIME ZONE (SELECT zone FROM settings) END AS head_day_start,
+                   \(linkIntegral) AS link_power_integral_watt_seconds, \(linkCovered) AS link_covered_seconds,
+                   \(linkEnergy) AS link_energy_wh,
+                   \(linkedTotal),
+                   \(measures.map { "\(chainMinute("head_")($0)) AS head_\($0)" }.joined(separator: ", "))
             FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
                          extract(epoch FROM \(timestamp("c.first_us")) - t.measured_at)
                              ::double precision AS seconds,
-                         t.open_minute_us,\(acrossHours ? """
-
                          t.open_hour_start, t.open_day_date,
-                         outletd_hour_start(\(timestamp("c.head_us")), (SELECT zone FROM settings)) AS head_hour_start,
-        """ : "")
-                         \(measures.map { "\(staged("h")($0)) AS head_\($0)" }.joined(separator: ", ")),
-                         \(measures.map { "\(staged("f")($0)) AS share_\($0)" }.joined(separator: ", "))
+                         outletd_hour_start(\(timestamp("c.head_us")), (SELECT zone FROM settings)) AS head_hour_start
                   FROM outletd_staging_chains c
                   JOIN outletd_inserted_devices i ON i.device_id = c.device_id AND i.sample_count = c.sample_count
-                  JOIN (SELECT *, (\(microseconds("open_minute_start")))::bigint AS open_minute_us FROM rollup_tails) t
-                      ON t.device_id = c.device_id
-                  -- The minute the batch ends in, and its share of the open minute (when it has one).
-                  LEFT JOIN outletd_staging_minutes h ON h.device_id = c.device_id AND h.bucket_us = c.head_us
-                  LEFT JOIN outletd_staging_minutes f ON f.device_id = c.device_id AND f.bucket_us = t.open_minute_us
+                  JOIN rollup_tails t ON t.device_id = c.device_id
                   WHERE t.measured_at < i.first_measured_at
                     AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
-        \(acrossHours ? """
                     -- All in the minute the batch ends in.
-                    AND h.sample_count = c.total_sample_count
+                    AND c.minute_count = 1
                     AND (SELECT same_gap FROM settings)) joined,
                  LATERAL (SELECT (head_hour_start AT TIME ZONE (SELECT zone FROM settings))::date AS head_day) day
             WHERE head_hour_start <> open_hour_start
-        """ : """
-                    AND outletd_hour_start(\(timestamp("c.head_us")),
-                                           (SELECT zone FROM settings)) = t.open_hour_start
-                    AND (SELECT same_gap FROM settings)) joined
-        """)
         ), closed AS (
             INSERT INTO power_rollups_minute_stored AS r (device_id, bucket_start, \(measureColumns))
-            SELECT * FROM (
-                SELECT s.device_id, t.open_minute_start AS bucket_start, \(closedOpenMinute)
-                FROM staying s
-                JOIN rollup_tails t ON t.device_id = s.device_id
-                WHERE s.head_us <> s.open_minute_us
-                UNION ALL
-                SELECT m.device_id, \(timestamp("m.bucket_us")),
-                       \(measures.map(staged("m")).joined(separator: ", "))
-                FROM outletd_staging_minutes m
-                JOIN staying s ON s.device_id = m.device_id
-                WHERE s.head_us <> s.open_minute_us AND m.bucket_us <> s.open_minute_us AND m.bucket_us <> s.head_us
-            ) minutes
-            ORDER BY device_id, bucket_start
+            SELECT s.device_id, t.open_minute_start, \(closedOpenMinuteAcrossHours)
+            FROM staying s
+            JOIN rollup_tails t ON t.device_id = s.device_id
+            ORDER BY s.device_id
             ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("r"))
-        ),\(acrossHours ? """
-         closed_hour AS (
+        ), closed_hour AS (
             INSERT INTO power_rollups_hourly_stored AS r (device_id, bucket_start, \(measureColumns))
             SELECT s.device_id, t.open_hour_start, \(closedOpenHour)
             FROM staying s
@@ -309,27 +360,25 @@ extension BatchStore {
             WHERE s.new_day
             ORDER BY s.device_id
             ON CONFLICT (device_id, day) DO UPDATE SET \(mergedMeasures("r"))
-        ),
-        """ : "") moved AS (
+        ), moved AS (
             UPDATE rollup_tails t
             SET measured_at = s.last_at, power_watts = s.last_power_watts, energy_wh = s.last_energy_wh,
                 open_minute_start = \(timestamp("s.head_us")),
-                \(acrossHours ? """
-        open_hour_start = s.head_hour_start,
-        -- (A day's start stays as it opened, should the time zone change: as in the merge.)
-        open_day_start = coalesce(s.head_day_start, t.open_day_start),
-        open_day_date = s.head_day,
-        \(openBucketsMovedAcrossHours)
-        """ : openBucketsMoved)
+                open_hour_start = s.head_hour_start,
+                -- (A day's start stays as it opened, should the time zone change: as in the merge.)
+                open_day_start = coalesce(s.head_day_start, t.open_day_start),
+                open_day_date = s.head_day,
+                \(openBucketsMovedAcrossHours)
             FROM staying s
             WHERE t.device_id = s.device_id
             RETURNING t.device_id
         ), handled AS (
-            DELETE FROM outletd_inserted_devices i USING moved m WHERE i.device_id = m.device_id
+            DELETE FROM outletd_inserted_devices i USING moved m
+            WHERE i.device_id = m.device_id
+              AND (SELECT count(*) FROM outletd_inserted_devices) > (SELECT count(*) FROM staying)
         )
         SELECT (SELECT count(*) FROM outletd_inserted_devices) - (SELECT count(*) FROM moved)
         """
-    }
 
     /// A measure of a staged minute (`outletd_staging_minutes`) as the rollup tables name it, its
     /// times (`peak_at`, `last_at`) from microseconds.
@@ -341,11 +390,18 @@ extension BatchStore {
         }
     }
 
-    /// An outlet's open minute in `rollup_tails t` with the segment from its tail (in `staying s`)
-    /// and the batch's share of it (`share_…`, NULL when none) added: the row it is stored as.
+    /// An outlet's open minute (in ``shortWaySQL``'s `staying s`) with the segment from its tail
+    /// and the batch's share of it (its first minute, when the chain starts in the open minute)
+    /// added: the row it is stored as.
     private static let closedOpenMinute = addedMeasures(
-        linked("open_minute"), { "s.share_\($0)" }, time: "_at"
+        linked("open_minute", of: "s"),
+        { "CASE WHEN s.first_minute_us = s.open_minute_us THEN \(chainMinute("s.first_minute_")($0)) END" },
+        time: "_at"
     ).map { "\($1) AS \($0)" }.joined(separator: ",\n")
+
+    /// An outlet's open minute in `rollup_tails t` with the segment from its tail (in `staying s`)
+    /// added, when the batch's samples are all in a later hour: the row it is stored as.
+    private static let closedOpenMinuteAcrossHours = measures.map(linked("open_minute")).joined(separator: ",\n")
 
     /// An outlet's open hour in `rollup_tails t` with the segment from its tail (in `staying s`)
     /// added, when the batch's samples are all in a later hour: the row it is stored as.
@@ -356,10 +412,10 @@ extension BatchStore {
 
     /// A measure of an open bucket (`level`) of `rollup_tails t` with the segment from the tail (in
     /// `staying s`) added: the segment's sums add; it brings no sample of its own.
-    private static func linked(_ level: String) -> (String) -> String {
+    private static func linked(_ level: String, of table: String = "t") -> (String) -> String {
         { name in
             ["power_integral_watt_seconds", "covered_seconds", "energy_wh"].contains(name)
-                ? "t.\(level)_\(name) + s.link_\(name)" : "t.\(level)_\(name)"
+                ? "\(table).\(level)_\(name) + s.link_\(name)" : "\(table).\(level)_\(name)"
         }
     }
 

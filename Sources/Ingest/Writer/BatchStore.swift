@@ -70,7 +70,11 @@ public struct BatchStore: Sendable {
                 last_power_watts  double precision NOT NULL,
                 last_energy_wh    double precision,
                 head_us           bigint NOT NULL,
-                \(Self.stagedMeasureColumns(prefix: "total_"))
+                \(Self.stagedMeasureColumns(prefix: "total_")),
+                minute_count      bigint NOT NULL,
+                first_minute_us   bigint NOT NULL,
+                \(Self.stagedMeasureColumns(prefix: "first_minute_", nullable: true)),
+                \(Self.stagedMeasureColumns(prefix: "head_"))
             ) ON COMMIT DELETE ROWS
             """)
         try connection.execute(
@@ -91,14 +95,13 @@ public struct BatchStore: Sendable {
         try connection.prepare(name: Statement.refreshTails, sql: Self.refreshTailsSQL)
     }
 
-    /// The measures ``RollupDeltas`` stages for a minute (and, `prefix`ed, for a chain's total)
-    /// with their types, as the columns of a temp table: ``deltaMeasureNames``, in its COPY order.
-    static func stagedMeasureColumns(prefix: String = "") -> String {
+    /// The measures ``RollupDeltas`` stages for a minute (and, `prefix`ed, for a chain's total,
+    /// first and last minute) with their types, as the columns of a temp table:
+    /// ``deltaMeasureNames``, in its COPY order; all `nullable` or, but for the voltages, NOT NULL.
+    static func stagedMeasureColumns(prefix: String = "", nullable: Bool = false) -> String {
         deltaMeasureNames.map { name in
-            let type =
-                name == "sample_count" || name.hasSuffix("_us")
-                ? "bigint NOT NULL" : name.hasSuffix("_volts") ? "double precision" : "double precision NOT NULL"
-            return "\(prefix)\(name) \(type)"
+            let type = name == "sample_count" || name.hasSuffix("_us") ? "bigint" : "double precision"
+            return "\(prefix)\(name) \(type)" + (nullable || name.hasSuffix("_volts") ? "" : " NOT NULL")
         }.joined(separator: ",\n")
     }
 
