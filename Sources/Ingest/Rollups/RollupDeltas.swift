@@ -161,8 +161,9 @@ struct RollupDeltas: Equatable {
     }
 
     /// A chain as a binary `COPY` row of `outletd_staging_chains`: after the columns below, its
-    /// minute count, its first minute (start and measures; the measures NULL when it is the only
-    /// one) and the measures of its last minute (which starts at `head_us`).
+    /// minute count, its first minute (start and measures) and the measures of its last minute
+    /// (which starts at `head_us`); both minutes' measures NULL when the chain has one minute,
+    /// whose measures are the total's.
     func encode(_ chain: Chain, _ encoder: inout CopyBinaryEncoder) {
         encoder.int32(chain.deviceID)
         encoder.int64(Int64(chain.sampleCount))
@@ -179,11 +180,12 @@ struct RollupDeltas: Equatable {
         let firstMinute = minutes[chain.firstMinuteIndex]
         encoder.int64(firstMinute.bucketMicros)
         if chain.minuteCount == 1 {
-            for _ in BatchStore.deltaMeasureNames { encoder.null() }
+            // Its only minute is its total.
+            for _ in 0..<(2 * BatchStore.deltaMeasureNames.count) { encoder.null() }
         } else {
             Self.encodeMeasures(of: firstMinute, &encoder)
+            Self.encodeMeasures(of: minutes[chain.firstMinuteIndex + chain.minuteCount - 1], &encoder)
         }
-        Self.encodeMeasures(of: minutes[chain.firstMinuteIndex + chain.minuteCount - 1], &encoder)
     }
 
     /// A minute as a binary `COPY` row of `outletd_staging_minutes`.

@@ -233,12 +233,11 @@ extension BatchStore {
                    \(linkIntegral) AS link_power_integral_watt_seconds, \(linkCovered) AS link_covered_seconds,
                    \(linkEnergy) AS link_energy_wh,
                    \(linkedTotal),
-                   \(measures.map { "\(chainMinute("head_")($0)) AS head_\($0)" }.joined(separator: ", ")),
+                   \(headMeasures),
                    \(list(measures.map { "open_minute_\($0)" })),
                    \(list(deltaMeasureNames.map { "first_minute_\($0)" }))
             FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
-                         extract(epoch FROM \(timestamp("c.first_us")) - t.measured_at)
-                             ::double precision AS seconds,
+                         \(secondsFromTail) AS seconds,
                          t.open_minute_us, t.open_minute_start, \(list(measures.map { "open_minute_\($0)" }, of: "t"))
                   FROM outletd_staging_chains c
                   JOIN outletd_inserted_devices i ON i.device_id = c.device_id AND i.sample_count = c.sample_count
@@ -247,7 +246,8 @@ extension BatchStore {
                   WHERE t.measured_at < i.first_measured_at
                     AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
                     AND outletd_hour_start(\(timestamp("c.head_us")), (SELECT zone FROM settings)) = t.open_hour_start
-                    AND (SELECT same_gap FROM settings)) joined
+                    AND (SELECT same_gap FROM settings)
+                  OFFSET 0) joined  -- (kept a subquery: its `seconds` is computed once, not at every use)
         ), closed AS (
             INSERT INTO power_rollups_minute_stored AS r (device_id, bucket_start, \(measureColumns))
             SELECT * FROM (
@@ -292,6 +292,11 @@ extension BatchStore {
         { name in name.hasSuffix("_at") ? timestamp("\(prefix)\(name.dropLast(3))_us") : "\(prefix)\(name)" }
     }
 
+    /// The measures of a chain's last minute (`head_…`): its total when it has one minute.
+    private static let headMeasures = measures.map {
+        "CASE WHEN minute_count = 1 THEN \(chainMinute("total_")($0)) ELSE \(chainMinute("head_")($0)) END AS head_\($0)"
+    }.joined(separator: ",\n")
+
     /// A chain's total with the segment from its tail added (in ``shortWaySQL``'s `staying`, and
     /// in the statement across hours): what the batch adds to the open hour and day.
     private static let linkedTotal = """
@@ -322,10 +327,9 @@ extension BatchStore {
                    \(linkIntegral) AS link_power_integral_watt_seconds, \(linkCovered) AS link_covered_seconds,
                    \(linkEnergy) AS link_energy_wh,
                    \(linkedTotal),
-                   \(measures.map { "\(chainMinute("head_")($0)) AS head_\($0)" }.joined(separator: ", "))
+                   \(headMeasures)
             FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
-                         extract(epoch FROM \(timestamp("c.first_us")) - t.measured_at)
-                             ::double precision AS seconds,
+                         \(secondsFromTail) AS seconds,
                          t.open_hour_start, t.open_day_date,
                          outletd_hour_start(\(timestamp("c.head_us")), (SELECT zone FROM settings)) AS head_hour_start
                   FROM outletd_staging_chains c
@@ -335,7 +339,8 @@ extension BatchStore {
                     AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
                     -- All in the minute the batch ends in.
                     AND c.minute_count = 1
-                    AND (SELECT same_gap FROM settings)) joined,
+                    AND (SELECT same_gap FROM settings)
+                  OFFSET 0) joined,
                  LATERAL (SELECT (head_hour_start AT TIME ZONE (SELECT zone FROM settings))::date AS head_day) day
             WHERE head_hour_start <> open_hour_start
         ), closed AS (
@@ -437,6 +442,12 @@ extension BatchStore {
         + addedMeasures({ "t.open_day_\($0)" }, column(of: "s"), time: "_at").map { name, added in
             "open_day_\(name) = CASE WHEN s.new_day THEN s.head_\(name) ELSE \(added) END"
         }).joined(separator: ",\n")
+
+    /// The seconds from an outlet's tail (`rollup_tails t`) to its chain's first sample
+    /// (`outletd_staging_chains c`), as the writer computes a segment's: the microseconds between
+    /// them over a million. (`extract(epoch FROM …)` gives the same double through a numeric, at
+    /// several times the cost.)
+    private static let secondsFromTail = "(c.first_us - \(microseconds("t.measured_at"))) / 1000000"
 
     /// The segment from an outlet's tail to its first new sample (columns `seconds` between them,
     /// `tail_power_watts`, `first_power_watts`, `tail_energy_wh`, `first_energy_wh`; `$1` the maximum

@@ -74,7 +74,7 @@ public struct BatchStore: Sendable {
                 minute_count      bigint NOT NULL,
                 first_minute_us   bigint NOT NULL,
                 \(Self.stagedMeasureColumns(prefix: "first_minute_", nullable: true)),
-                \(Self.stagedMeasureColumns(prefix: "head_"))
+                \(Self.stagedMeasureColumns(prefix: "head_", nullable: true))
             ) ON COMMIT DELETE ROWS
             """)
         try connection.execute(
