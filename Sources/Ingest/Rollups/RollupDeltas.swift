@@ -13,8 +13,7 @@ import Telemetry
 struct RollupDeltas: Equatable {
     /// One outlet's samples in the batch: how many, the first and last of them, the sum of its
     /// minutes (what the batch adds to the outlet's hour and day when they all fall in one hour),
-    /// and its first and last minute, which PostgreSQL's short way reads from the chain's row
-    /// instead of joining staged minutes.
+    /// and where its minutes are.
     struct Chain: Equatable {
         var deviceID: Int32
         var sampleCount: Int
@@ -161,10 +160,8 @@ struct RollupDeltas: Equatable {
     }
 
     /// A chain as a binary `COPY` row of `outletd_staging_chains`: after the columns below, its
-    /// minute count, its first minute (start and measures) and the measures of its last minute
-    /// (which starts at `head_us`); both minutes' measures NULL when the chain has one minute,
-    /// whose measures are the total's.
-    func encode(_ chain: Chain, _ encoder: inout CopyBinaryEncoder) {
+    /// minute count and the start of its first minute.
+    static func encode(_ chain: Chain, _ encoder: inout CopyBinaryEncoder) {
         encoder.int32(chain.deviceID)
         encoder.int64(Int64(chain.sampleCount))
         func encode(_ point: Point) {
@@ -174,18 +171,22 @@ struct RollupDeltas: Equatable {
         }
         encode(chain.first)
         encode(chain.last)
-        encoder.int64(Self.minuteStart(chain.last.micros))
-        Self.encodeMeasures(of: chain.total, &encoder)
+        encoder.int64(minuteStart(chain.last.micros))
+        encodeMeasures(of: chain.total, &encoder)
         encoder.int64(Int64(chain.minuteCount))
-        let firstMinute = minutes[chain.firstMinuteIndex]
-        encoder.int64(firstMinute.bucketMicros)
-        if chain.minuteCount == 1 {
-            // Its only minute is its total.
-            for _ in 0..<(2 * BatchStore.deltaMeasureNames.count) { encoder.null() }
-        } else {
-            Self.encodeMeasures(of: firstMinute, &encoder)
-            Self.encodeMeasures(of: minutes[chain.firstMinuteIndex + chain.minuteCount - 1], &encoder)
-        }
+        encoder.int64(minuteStart(chain.first.micros))
+    }
+
+    /// The chains of more than one minute: those with a row of ``encodeEnds(_:_:)``.
+    var chainsAcrossMinutes: [Chain] { chains.filter { $0.minuteCount > 1 } }
+
+    /// The measures of a chain's first and last minute as a binary `COPY` row of
+    /// `outletd_staging_chain_ends`, which the short way reads instead of staged minutes (a
+    /// chain of one minute has none: that minute is its total).
+    func encodeEnds(_ chain: Chain, _ encoder: inout CopyBinaryEncoder) {
+        encoder.int32(chain.deviceID)
+        Self.encodeMeasures(of: minutes[chain.firstMinuteIndex], &encoder)
+        Self.encodeMeasures(of: minutes[chain.firstMinuteIndex + chain.minuteCount - 1], &encoder)
     }
 
     /// A minute as a binary `COPY` row of `outletd_staging_minutes`.

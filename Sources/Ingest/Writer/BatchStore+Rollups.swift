@@ -17,19 +17,29 @@ extension BatchStore {
     func updateRollups(_ batch: Batch, maxGapSeconds: Double, _ connection: PostgresConnection) throws {
         let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
         if !deltas.chains.isEmpty {
-            var chains = CopyBinaryChunks(deltas.chains[...], encode: deltas.encode)
+            var chains = CopyBinaryChunks(deltas.chains[...], encode: RollupDeltas.encode)
             try connection.copyIn(
                 """
                 COPY outletd_staging_chains (device_id, sample_count, first_us, first_power_watts, first_energy_wh,
                     last_us, last_power_watts, last_energy_wh, head_us,
                     \(Self.deltaMeasureNames.map { "total_\($0)" }.joined(separator: ", ")),
-                    minute_count, first_minute_us,
-                    \(Self.deltaMeasureNames.map { "first_minute_\($0)" }.joined(separator: ", ")),
-                    \(Self.deltaMeasureNames.map { "head_\($0)" }.joined(separator: ", "))) FROM STDIN (FORMAT binary)
+                    minute_count, first_minute_us) FROM STDIN (FORMAT binary)
                 """
             ) { chains.next() }
-            // The short way reads each chain's first and last minute from its row; only the minutes
-            // between them are staged before it (at a steady rate, none).
+            // The short way reads the first and last minute of a chain across minutes from one row
+            // of chain ends, and only the minutes between them from staged minutes (at a steady
+            // rate, neither: a chain of one minute has its total).
+            let acrossMinutes = deltas.chainsAcrossMinutes
+            if !acrossMinutes.isEmpty {
+                var ends = CopyBinaryChunks(acrossMinutes[...], encode: deltas.encodeEnds)
+                try connection.copyIn(
+                    """
+                    COPY outletd_staging_chain_ends (device_id,
+                        \(Self.deltaMeasureNames.map { "first_minute_\($0)" }.joined(separator: ", ")),
+                        \(Self.deltaMeasureNames.map { "head_\($0)" }.joined(separator: ", "))) FROM STDIN (FORMAT binary)
+                    """
+                ) { ends.next() }
+            }
             try stageMinutes(deltas.middleMinutes, connection)
         }
         try connection.executePrepared(name: Statement.lockInserted)
@@ -238,11 +248,13 @@ extension BatchStore {
                    \(list(deltaMeasureNames.map { "first_minute_\($0)" }))
             FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
                          \(secondsFromTail) AS seconds,
-                         t.open_minute_us, t.open_minute_start, \(list(measures.map { "open_minute_\($0)" }, of: "t"))
+                         t.open_minute_us, t.open_minute_start, \(list(measures.map { "open_minute_\($0)" }, of: "t")),
+                         \(list(deltaMeasureNames.flatMap { ["first_minute_\($0)", "head_\($0)"] }, of: "e"))
                   FROM outletd_staging_chains c
                   JOIN outletd_inserted_devices i ON i.device_id = c.device_id AND i.sample_count = c.sample_count
                   JOIN (SELECT *, (\(microseconds("open_minute_start")))::bigint AS open_minute_us FROM rollup_tails) t
                       ON t.device_id = c.device_id
+                  LEFT JOIN outletd_staging_chain_ends e ON e.device_id = c.device_id
                   WHERE t.measured_at < i.first_measured_at
                     AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
                     AND outletd_hour_start(\(timestamp("c.head_us")), (SELECT zone FROM settings)) = t.open_hour_start
@@ -327,7 +339,7 @@ extension BatchStore {
                    \(linkIntegral) AS link_power_integral_watt_seconds, \(linkCovered) AS link_covered_seconds,
                    \(linkEnergy) AS link_energy_wh,
                    \(linkedTotal),
-                   \(headMeasures)
+                   \(measures.map { "\(chainMinute("total_")($0)) AS head_\($0)" }.joined(separator: ", "))
             FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
                          \(secondsFromTail) AS seconds,
                          t.open_hour_start, t.open_day_date,
@@ -337,7 +349,7 @@ extension BatchStore {
                   JOIN rollup_tails t ON t.device_id = c.device_id
                   WHERE t.measured_at < i.first_measured_at
                     AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
-                    -- All in the minute the batch ends in.
+                    -- All in the minute the batch ends in (whose measures are the total's).
                     AND c.minute_count = 1
                     AND (SELECT same_gap FROM settings)
                   OFFSET 0) joined,

@@ -72,9 +72,15 @@ public struct BatchStore: Sendable {
                 head_us           bigint NOT NULL,
                 \(Self.stagedMeasureColumns(prefix: "total_")),
                 minute_count      bigint NOT NULL,
-                first_minute_us   bigint NOT NULL,
-                \(Self.stagedMeasureColumns(prefix: "first_minute_", nullable: true)),
-                \(Self.stagedMeasureColumns(prefix: "head_", nullable: true))
+                first_minute_us   bigint NOT NULL
+            ) ON COMMIT DELETE ROWS
+            """)
+        try connection.execute(
+            """
+            CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_chain_ends (
+                device_id  integer NOT NULL,
+                \(Self.stagedMeasureColumns(prefix: "first_minute_")),
+                \(Self.stagedMeasureColumns(prefix: "head_"))
             ) ON COMMIT DELETE ROWS
             """)
         try connection.execute(
@@ -97,11 +103,13 @@ public struct BatchStore: Sendable {
 
     /// The measures ``RollupDeltas`` stages for a minute (and, `prefix`ed, for a chain's total,
     /// first and last minute) with their types, as the columns of a temp table:
-    /// ``deltaMeasureNames``, in its COPY order; all `nullable` or, but for the voltages, NOT NULL.
-    static func stagedMeasureColumns(prefix: String = "", nullable: Bool = false) -> String {
+    /// ``deltaMeasureNames``, in its COPY order.
+    static func stagedMeasureColumns(prefix: String = "") -> String {
         deltaMeasureNames.map { name in
-            let type = name == "sample_count" || name.hasSuffix("_us") ? "bigint" : "double precision"
-            return "\(prefix)\(name) \(type)" + (nullable || name.hasSuffix("_volts") ? "" : " NOT NULL")
+            let type =
+                name == "sample_count" || name.hasSuffix("_us")
+                ? "bigint NOT NULL" : name.hasSuffix("_volts") ? "double precision" : "double precision NOT NULL"
+            return "\(prefix)\(name) \(type)"
         }.joined(separator: ",\n")
     }
 
