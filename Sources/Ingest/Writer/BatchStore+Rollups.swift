@@ -3,11 +3,12 @@ import Postgres
 /// The rollup step of the write path (docs/ROLLUPS.md, "How the write path maintains them").
 ///
 /// After the move statement has inserted a batch's samples and noted, per outlet, how many it
-/// really inserted (`outletd_inserted_devices`), the writer stages its ``RollupDeltas`` (one row per
-/// outlet and one per outlet-minute), locks the outlets, and merges: an outlet whose samples were
-/// all inserted and all come after its tail gets the staged deltas plus the segment from its tail
-/// added to its open minute, hour and day (kept in its `rollup_tails` row; a bucket goes to its
-/// table once the outlet's data has moved past it). Of those, an outlet whose samples all fall in
+/// really inserted (`outletd_inserted_devices`), the writer stages its ``RollupDeltas`` (one row
+/// per outlet; its first and last minute when they differ; the minutes between them; the other
+/// minutes only once the short ways leave outlets for the merge), locks the outlets, and merges:
+/// an outlet whose samples were all inserted and all come after its tail gets the staged deltas
+/// plus the segment from its tail added to its open minute, hour and day (kept in its
+/// `rollup_tails` row; a bucket goes to its table once the outlet's data has moved past it). Of those, an outlet whose samples all fall in
 /// its open hour (the usual case), or all in one minute of a later hour, takes a shorter way to
 /// the same result, first: one update of its `rollup_tails` row, and the buckets it closes
 /// (``shortWaySQL``, ``shortWayAcrossHoursSQL``); the rest go through ``mergeRollupsSQL``. Every
