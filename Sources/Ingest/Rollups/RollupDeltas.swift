@@ -20,7 +20,7 @@ struct RollupDeltas: Equatable {
         var first: Point
         var last: Point
         var total: Minute
-        /// How many minutes the samples fall in; they are `minutes[firstMinuteIndex ..< + minuteCount]`.
+        /// How many minutes the samples fall in: `minutes[firstMinuteIndex..<(firstMinuteIndex + minuteCount)]`.
         var minuteCount: Int
         var firstMinuteIndex: Int
     }

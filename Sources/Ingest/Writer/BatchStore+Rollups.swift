@@ -228,10 +228,11 @@ extension BatchStore {
 
     /// Brings up to date, in one update of its `rollup_tails` row, every outlet whose samples all
     /// fall in its open hour (inserted, all after its tail; the usual batch at a steady rate or
-    /// catching up), and takes it out of `outletd_inserted_devices`: what ``mergeRollupsSQL`` would
-    /// do for it, without its groupings. The segment from the tail and the chain's total (summed by
-    /// the writer) add to the open hour and day. If the samples stay in the open minute, they add
-    /// to it too; else the open minute, with the segment and the batch's share of it, goes to
+    /// catching up), and, when other outlets remain, takes it out of `outletd_inserted_devices`:
+    /// what ``mergeRollupsSQL`` would do for it, without its groupings. The segment from the tail
+    /// and the chain's total (summed by the writer) add to the open hour and day. If the samples
+    /// stay in the open minute, they add to it too; else the open minute, with the segment and the
+    /// batch's share of it (the chain's first minute, from `outletd_staging_chain_ends`), goes to
     /// `power_rollups_minute_stored` with the batch's other minutes before its last, and the last
     /// one opens. Returns how many outlets with inserted samples remain (for
     /// ``shortWayAcrossHoursSQL``, then ``mergeRollupsSQL``). `$1` is the maximum gap the deltas
