@@ -357,29 +357,10 @@ extension BatchStore {
                   OFFSET 0) joined,
                  LATERAL (SELECT (head_hour_start AT TIME ZONE (SELECT zone FROM settings))::date AS head_day) day
             WHERE head_hour_start <> open_hour_start
-        ), closed AS (
-            INSERT INTO power_rollups_minute_stored AS r (device_id, bucket_start, \(measureColumns))
-            SELECT s.device_id, t.open_minute_start, \(closedOpenMinuteAcrossHours)
-            FROM staying s
-            JOIN rollup_tails t ON t.device_id = s.device_id
-            ORDER BY s.device_id
-            ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("r"))
-        ), closed_hour AS (
-            INSERT INTO power_rollups_hourly_stored AS r (device_id, bucket_start, \(measureColumns))
-            SELECT s.device_id, t.open_hour_start, \(closedOpenHour)
-            FROM staying s
-            JOIN rollup_tails t ON t.device_id = s.device_id
-            ORDER BY s.device_id
-            ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("r"))
-        ), closed_day AS (
-            INSERT INTO power_rollups_daily_stored AS r (device_id, day, bucket_start, \(measureColumns))
-            SELECT s.device_id, t.open_day_date, t.open_day_start, \(closedOpenDay)
-            FROM staying s
-            JOIN rollup_tails t ON t.device_id = s.device_id
-            WHERE s.new_day
-            ORDER BY s.device_id
-            ON CONFLICT (device_id, day) DO UPDATE SET \(mergedMeasures("r"))
-        ), moved AS (
+        ), \(closing("open_minute", into: "power_rollups_minute_stored", as: "closed")),
+        \(closing("open_hour", into: "power_rollups_hourly_stored", as: "closed_hour")),
+        \(closing("open_day", into: "power_rollups_daily_stored", as: "closed_day", onlyIf: "s.new_day")),
+        moved AS (
             UPDATE rollup_tails t
             SET measured_at = s.last_at, power_watts = s.last_power_watts, energy_wh = s.last_energy_wh,
                 open_minute_start = \(timestamp("s.head_us")),
@@ -418,16 +399,27 @@ extension BatchStore {
         time: "_at"
     ).map { "\($1) AS \($0)" }.joined(separator: ",\n")
 
-    /// An outlet's open minute in `rollup_tails t` with the segment from its tail (in `staying s`)
-    /// added, when the batch's samples are all in a later hour: the row it is stored as.
-    private static let closedOpenMinuteAcrossHours = measures.map(linked("open_minute")).joined(separator: ",\n")
-
-    /// An outlet's open hour in `rollup_tails t` with the segment from its tail (in `staying s`)
-    /// added, when the batch's samples are all in a later hour: the row it is stored as.
-    private static let closedOpenHour = measures.map(linked("open_hour")).joined(separator: ",\n")
-
-    /// The same for its open day, when the batch is in a later day.
-    private static let closedOpenDay = measures.map(linked("open_day")).joined(separator: ",\n")
+    /// A CTE (`name`) of ``shortWayAcrossHoursSQL`` storing the open bucket `level` (`open_minute`,
+    /// `open_hour`, `open_day`) of each outlet in `staying s` (`onlyIf` a condition holds) into
+    /// `table`, with the segment from the tail added: the outlet's data has moved past it.
+    private static func closing(_ level: String, into table: String, as name: String, onlyIf condition: String? = nil)
+        -> String
+    {
+        let (keys, conflict) =
+            level == "open_day" ? ("day, bucket_start", "day") : ("bucket_start", "bucket_start")
+        let values = level == "open_day" ? "t.open_day_date, t.open_day_start" : "t.\(level)_start"
+        return """
+            \(name) AS (
+                        INSERT INTO \(table) AS r (device_id, \(keys), \(measureColumns))
+                        SELECT s.device_id, \(values), \(measures.map(linked(level)).joined(separator: ",\n"))
+                        FROM staying s
+                        JOIN rollup_tails t ON t.device_id = s.device_id
+                        \(condition.map { "WHERE \($0)" } ?? "")
+                        ORDER BY s.device_id
+                        ON CONFLICT (device_id, \(conflict)) DO UPDATE SET \(mergedMeasures("r"))
+                    )
+            """
+    }
 
     /// A measure of an open bucket (`level`) of `rollup_tails t` with the segment from the tail (in
     /// `staying s`) added: the segment's sums add; it brings no sample of its own.
