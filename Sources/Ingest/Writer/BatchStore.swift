@@ -35,62 +35,57 @@ public struct BatchStore: Sendable {
     public func prepareSession(_ connection: PostgresConnection) throws {
         // A full batch sorts tens of thousands of rows per statement: in memory, not in temp files.
         try connection.execute("SET work_mem = '64MB'")
-        try connection.execute(
+        try createStagingTable(
+            "outletd_staging_samples",
             """
-            CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_samples (
-                device_id        integer NOT NULL,
-                measured_us      bigint NOT NULL,
-                received_us      bigint NOT NULL,
-                device_us        bigint,
-                voltage_volts    double precision,
-                current_amperes  double precision,
-                power_watts      double precision NOT NULL,
-                power_factor     double precision,
-                energy_wh        double precision,
-                seq              bigint
-            ) ON COMMIT DELETE ROWS
-            """)
-        try connection.execute(
+            device_id        integer NOT NULL,
+            measured_us      bigint NOT NULL,
+            received_us      bigint NOT NULL,
+            device_us        bigint,
+            voltage_volts    double precision,
+            current_amperes  double precision,
+            power_watts      double precision NOT NULL,
+            power_factor     double precision,
+            energy_wh        double precision,
+            seq              bigint
+            """, connection)
+        try createStagingTable(
+            "outletd_inserted_devices",
             """
-            CREATE TEMPORARY TABLE IF NOT EXISTS outletd_inserted_devices (
-                device_id          integer NOT NULL,
-                sample_count       bigint NOT NULL,
-                first_measured_at  timestamptz NOT NULL
-            ) ON COMMIT DELETE ROWS
-            """)
-        try connection.execute(
+            device_id          integer NOT NULL,
+            sample_count       bigint NOT NULL,
+            first_measured_at  timestamptz NOT NULL
+            """, connection)
+        try createStagingTable(
+            "outletd_staging_chains",
             """
-            CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_chains (
-                device_id         integer NOT NULL,
-                sample_count      bigint NOT NULL,
-                first_us          bigint NOT NULL,
-                first_power_watts double precision NOT NULL,
-                first_energy_wh   double precision,
-                last_us           bigint NOT NULL,
-                last_power_watts  double precision NOT NULL,
-                last_energy_wh    double precision,
-                head_us           bigint NOT NULL,
-                \(Self.stagedMeasureColumns(prefix: "total_")),
-                minute_count      bigint NOT NULL,
-                first_minute_us   bigint NOT NULL
-            ) ON COMMIT DELETE ROWS
-            """)
-        try connection.execute(
+            device_id         integer NOT NULL,
+            sample_count      bigint NOT NULL,
+            first_us          bigint NOT NULL,
+            first_power_watts double precision NOT NULL,
+            first_energy_wh   double precision,
+            last_us           bigint NOT NULL,
+            last_power_watts  double precision NOT NULL,
+            last_energy_wh    double precision,
+            head_us           bigint NOT NULL,
+            \(Self.stagedMeasureColumns(prefix: "total_")),
+            minute_count      bigint NOT NULL,
+            first_minute_us   bigint NOT NULL
+            """, connection)
+        try createStagingTable(
+            "outletd_staging_chain_ends",
             """
-            CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_chain_ends (
-                device_id  integer NOT NULL,
-                \(Self.stagedMeasureColumns(prefix: "first_minute_")),
-                \(Self.stagedMeasureColumns(prefix: "head_"))
-            ) ON COMMIT DELETE ROWS
-            """)
-        try connection.execute(
+            device_id  integer NOT NULL,
+            \(Self.stagedMeasureColumns(prefix: "first_minute_")),
+            \(Self.stagedMeasureColumns(prefix: "head_"))
+            """, connection)
+        try createStagingTable(
+            "outletd_staging_minutes",
             """
-            CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_minutes (
-                device_id  integer NOT NULL,
-                bucket_us  bigint NOT NULL,
-                \(Self.stagedMeasureColumns())
-            ) ON COMMIT DELETE ROWS
-            """)
+            device_id  integer NOT NULL,
+            bucket_us  bigint NOT NULL,
+            \(Self.stagedMeasureColumns())
+            """, connection)
         try connection.prepare(name: Statement.ensurePartitions, sql: Self.ensurePartitionsSQL)
         try connection.prepare(name: Statement.moveSamples, sql: Self.moveSamplesSQL)
         try connection.prepare(name: Statement.lockInserted, sql: Self.lockInsertedSQL)
@@ -99,6 +94,11 @@ public struct BatchStore: Sendable {
         try connection.prepare(name: Statement.mergeRollups, sql: Self.mergeRollupsSQL)
         try connection.prepare(name: Statement.recomputeRollups, sql: Self.recomputeRollupsSQL)
         try connection.prepare(name: Statement.refreshTails, sql: Self.refreshTailsSQL)
+    }
+
+    /// A session-local table (`columns`, one per line) whose rows live for one transaction.
+    private func createStagingTable(_ name: String, _ columns: String, _ connection: PostgresConnection) throws {
+        try connection.execute("CREATE TEMPORARY TABLE IF NOT EXISTS \(name) (\n\(columns)\n) ON COMMIT DELETE ROWS")
     }
 
     /// The measures ``RollupDeltas`` stages for a minute (and, `prefix`ed, for a chain's total,
