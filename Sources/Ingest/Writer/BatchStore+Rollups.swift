@@ -8,12 +8,13 @@ import Postgres
 /// minutes only once the short ways leave outlets for the merge), locks the outlets, and merges:
 /// an outlet whose samples were all inserted and all come after its tail gets the staged deltas
 /// plus the segment from its tail added to its open minute, hour and day (kept in its
-/// `rollup_tails` row; a bucket goes to its table once the outlet's data has moved past it). Of those, an outlet whose samples all fall in
-/// its open hour (the usual case), or all in one minute of a later hour, takes a shorter way to
-/// the same result, first: one update of its `rollup_tails` row, and the buckets it closes
-/// (``shortWaySQL``, ``shortWayAcrossHoursSQL``); the rest go through ``mergeRollupsSQL``. Every
-/// other outlet (a replayed reading, a late reading, two readings at one time) is recomputed from
-/// the raw samples by `outletd_rollups_after_insert`, which first closes the outlet's open buckets.
+/// `rollup_tails` row; a bucket goes to its table once the outlet's data has moved past it). Of
+/// those, an outlet whose samples all fall in its open hour (the usual case), or all in one
+/// minute of a later hour, takes a shorter way to the same result, first: one update of its
+/// `rollup_tails` row, and the buckets it closes (``shortWaySQL``, ``shortWayAcrossHoursSQL``);
+/// the rest go through ``mergeRollupsSQL``. Every other outlet (a replayed reading, a late
+/// reading, two readings at one time) is recomputed from the raw samples by
+/// `outletd_rollups_after_insert`, which first closes the outlet's open buckets.
 extension BatchStore {
     func updateRollups(_ batch: Batch, maxGapSeconds: Double, _ connection: PostgresConnection) throws {
         let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
@@ -300,8 +301,9 @@ extension BatchStore {
         SELECT (SELECT count(*) FROM outletd_inserted_devices) - (SELECT count(*) FROM moved)
         """
 
-    /// A measure of a minute staged in a chain's row (`prefix` `head_` or `first_minute_`) as the
-    /// rollup tables name it, its times (`peak_at`, `last_at`) from microseconds.
+    /// A measure of a chain's total or of one of its end minutes (columns `prefix`ed `total_`,
+    /// `head_` or `first_minute_`, qualified or not) as the rollup tables name it, its times
+    /// (`peak_at`, `last_at`) from microseconds.
     private static func chainMinute(_ prefix: String) -> (String) -> String {
         { name in name.hasSuffix("_at") ? timestamp("\(prefix)\(name.dropLast(3))_us") : "\(prefix)\(name)" }
     }
