@@ -243,8 +243,7 @@ extension BatchStore {
             SELECT time_zone AS zone, max_gap_seconds = $1::double precision AS same_gap FROM rollup_settings LIMIT 1
         ), staying AS MATERIALIZED (
             SELECT device_id, head_us, open_minute_us, open_minute_start, first_minute_us, minute_count, last_energy_wh,
-                   \(linkIntegral) AS link_power_integral_watt_seconds, \(linkCovered) AS link_covered_seconds,
-                   \(linkEnergy) AS link_energy_wh,
+                   \(linkColumns),
                    \(linkedTotal),
                    \(headMeasures),
                    \(list(measures.map { "open_minute_\($0)" })),
@@ -272,13 +271,13 @@ extension BatchStore {
                 UNION ALL
                 -- The chain's first minute, when it is neither the open minute nor the last.
                 SELECT s.device_id, \(timestamp("s.first_minute_us")),
-                       \(measures.map(chainMinute("s.first_minute_")).joined(separator: ", "))
+                       \(measures.map(stagedMeasure("s.first_minute_")).joined(separator: ", "))
                 FROM staying s
                 WHERE s.minute_count > 1 AND s.first_minute_us <> s.open_minute_us
                 UNION ALL
                 -- The minutes between its first and last: the only ones staged so far.
                 SELECT m.device_id, \(timestamp("m.bucket_us")),
-                       \(measures.map(staged("m")).joined(separator: ", "))
+                       \(measures.map(stagedMeasure("m.")).joined(separator: ", "))
                 FROM outletd_staging_minutes m
                 JOIN staying s ON s.device_id = m.device_id
             ) minutes
@@ -292,25 +291,39 @@ extension BatchStore {
             FROM staying s
             WHERE t.device_id = s.device_id
             RETURNING t.device_id
-        ), handled AS (
-            -- Only when outlets remain do the next statements need to tell them from these.
-            DELETE FROM outletd_inserted_devices i USING moved m
-            WHERE i.device_id = m.device_id
-              AND (SELECT count(*) FROM outletd_inserted_devices) > (SELECT count(*) FROM staying)
-        )
-        SELECT (SELECT count(*) FROM outletd_inserted_devices) - (SELECT count(*) FROM moved)
+        ), \(handledAndRemaining)
         """
 
-    /// A measure of a chain's total or of one of its end minutes (columns `prefix`ed `total_`,
-    /// `head_` or `first_minute_`, qualified or not) as the rollup tables name it, its times
-    /// (`peak_at`, `last_at`) from microseconds.
-    private static func chainMinute(_ prefix: String) -> (String) -> String {
+    /// A measure of a staged row (a minute, a chain's total or one of its end minutes: columns
+    /// `prefix`ed with a table's alias and a dot, and/or `total_`, `head_`, `first_minute_`) as the
+    /// rollup tables name it, its times (`peak_at`, `last_at`) from microseconds.
+    private static func stagedMeasure(_ prefix: String) -> (String) -> String {
         { name in name.hasSuffix("_at") ? timestamp("\(prefix)\(name.dropLast(3))_us") : "\(prefix)\(name)" }
     }
 
+    /// The end of both short ways, after their CTEs `staying` (the outlets they take) and `moved`
+    /// (their `rollup_tails` rows, updated): the outlets taken leave `outletd_inserted_devices` when
+    /// others remain (only then do the next statements need to tell them apart), and the statement
+    /// returns how many remain.
+    private static let handledAndRemaining = """
+        handled AS (
+                    DELETE FROM outletd_inserted_devices i USING moved m
+                    WHERE i.device_id = m.device_id
+                      AND (SELECT count(*) FROM outletd_inserted_devices) > (SELECT count(*) FROM staying)
+                )
+                SELECT (SELECT count(*) FROM outletd_inserted_devices) - (SELECT count(*) FROM moved)
+        """
+
+    /// The segment from an outlet's tail to its chain's first sample (``linkIntegral``,
+    /// ``linkCovered``, ``linkEnergy``), as the columns `link_…` of both short ways' `staying`.
+    private static let linkColumns = """
+        \(linkIntegral) AS link_power_integral_watt_seconds, \(linkCovered) AS link_covered_seconds,
+                   \(linkEnergy) AS link_energy_wh
+        """
+
     /// The measures of a chain's last minute (`head_…`): its total when it has one minute.
     private static let headMeasures = measures.map {
-        "CASE WHEN minute_count = 1 THEN \(chainMinute("total_")($0)) ELSE \(chainMinute("head_")($0)) END AS head_\($0)"
+        "CASE WHEN minute_count = 1 THEN \(stagedMeasure("total_")($0)) ELSE \(stagedMeasure("head_")($0)) END AS head_\($0)"
     }.joined(separator: ",\n")
 
     /// A chain's total with the segment from its tail added (in ``shortWaySQL``'s `staying`, and
@@ -340,10 +353,9 @@ extension BatchStore {
                    head_hour_start, head_day, head_day <> open_day_date AS new_day,
                    CASE WHEN head_day <> open_day_date
                         THEN head_day::timestamp AT TIME ZONE (SELECT zone FROM settings) END AS head_day_start,
-                   \(linkIntegral) AS link_power_integral_watt_seconds, \(linkCovered) AS link_covered_seconds,
-                   \(linkEnergy) AS link_energy_wh,
+                   \(linkColumns),
                    \(linkedTotal),
-                   \(measures.map { "\(chainMinute("total_")($0)) AS head_\($0)" }.joined(separator: ", "))
+                   \(measures.map { "\(stagedMeasure("total_")($0)) AS head_\($0)" }.joined(separator: ", "))
             FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
                          \(secondsFromTail) AS seconds,
                          t.open_hour_start, t.open_day_date,
@@ -374,30 +386,15 @@ extension BatchStore {
             FROM staying s
             WHERE t.device_id = s.device_id
             RETURNING t.device_id
-        ), handled AS (
-            DELETE FROM outletd_inserted_devices i USING moved m
-            WHERE i.device_id = m.device_id
-              AND (SELECT count(*) FROM outletd_inserted_devices) > (SELECT count(*) FROM staying)
-        )
-        SELECT (SELECT count(*) FROM outletd_inserted_devices) - (SELECT count(*) FROM moved)
+        ), \(handledAndRemaining)
         """
-
-    /// A measure of a staged minute (`outletd_staging_minutes`) as the rollup tables name it, its
-    /// times (`peak_at`, `last_at`) from microseconds.
-    private static func staged(_ table: String) -> (String) -> String {
-        { name in
-            name.hasSuffix("_at")
-                ? timestamp("\(table).\(name.dropLast(3))_us")
-                : "\(table).\(name)"
-        }
-    }
 
     /// An outlet's open minute (in ``shortWaySQL``'s `staying s`) with the segment from its tail
     /// and the batch's share of it (its first minute, when the chain starts in the open minute)
     /// added: the row it is stored as.
     private static let closedOpenMinute = addedMeasures(
         linked("open_minute", of: "s"),
-        { "CASE WHEN s.first_minute_us = s.open_minute_us THEN \(chainMinute("s.first_minute_")($0)) END" },
+        { "CASE WHEN s.first_minute_us = s.open_minute_us THEN \(stagedMeasure("s.first_minute_")($0)) END" },
         time: "_at"
     ).map { "\($1) AS \($0)" }.joined(separator: ",\n")
 
