@@ -241,56 +241,60 @@ extension BatchStore {
     static let shortWaySQL = """
         WITH settings AS (
             SELECT time_zone AS zone, max_gap_seconds = $1::double precision AS same_gap FROM rollup_settings LIMIT 1
-        ), staying AS MATERIALIZED (
-            SELECT device_id, head_us, open_minute_us, open_minute_start, first_minute_us, minute_count, last_energy_wh,
-                   \(linkColumns),
-                   \(linkedTotal),
-                   \(headMeasures),
-                   \(list(measures.map { "open_minute_\($0)" })),
-                   \(list(deltaMeasureNames.map { "first_minute_\($0)" }))
-            FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
-                         \(secondsFromTail) AS seconds,
-                         t.open_minute_us, t.open_minute_start, \(list(measures.map { "open_minute_\($0)" }, of: "t")),
-                         \(list(deltaMeasureNames.flatMap { ["first_minute_\($0)", "head_\($0)"] }, of: "e"))
-                  FROM outletd_staging_chains c
-                  JOIN outletd_inserted_devices i ON i.device_id = c.device_id AND i.sample_count = c.sample_count
-                  JOIN (SELECT *, (\(microseconds("open_minute_start")))::bigint AS open_minute_us FROM rollup_tails) t
-                      ON t.device_id = c.device_id
-                  LEFT JOIN outletd_staging_chain_ends e ON e.device_id = c.device_id
-                  WHERE t.measured_at < i.first_measured_at
-                    AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
-                    AND outletd_hour_start(\(timestamp("c.head_us")), (SELECT zone FROM settings)) = t.open_hour_start
-                    AND (SELECT same_gap FROM settings)
-                  OFFSET 0) joined  -- (kept a subquery: its `seconds` is computed once, not at every use)
+        ), moved AS (
+            -- (Each outlet's old open minute, with what closing it adds, comes back from the update:
+            -- the rows it closes are stored from there, without materialising every joined column.)
+            UPDATE rollup_tails t
+            SET measured_at = s.last_at, power_watts = s.last_power_watts, energy_wh = s.last_energy_wh,
+                open_minute_start = \(timestamp("s.head_us")),
+                \(openBucketsMoved)
+            FROM (SELECT device_id, head_us, open_minute_us, open_minute_start, first_minute_us, minute_count,
+                         last_energy_wh,
+                         \(linkColumns),
+                         \(linkedTotal),
+                         \(headMeasures),
+                         \(list(measures.map { "open_minute_\($0)" })),
+                         \(list(deltaMeasureNames.map { "first_minute_\($0)" }))
+                  FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
+                               \(secondsFromTail) AS seconds,
+                               t.open_minute_us, t.open_minute_start, \(list(measures.map { "open_minute_\($0)" }, of: "t")),
+                               \(list(deltaMeasureNames.flatMap { ["first_minute_\($0)", "head_\($0)"] }, of: "e"))
+                        FROM outletd_staging_chains c
+                        JOIN outletd_inserted_devices i ON i.device_id = c.device_id AND i.sample_count = c.sample_count
+                        JOIN (SELECT *, (\(microseconds("open_minute_start")))::bigint AS open_minute_us FROM rollup_tails) t
+                            ON t.device_id = c.device_id
+                        LEFT JOIN outletd_staging_chain_ends e ON e.device_id = c.device_id
+                        WHERE t.measured_at < i.first_measured_at
+                          AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
+                          AND outletd_hour_start(\(timestamp("c.head_us")), (SELECT zone FROM settings)) = t.open_hour_start
+                          AND (SELECT same_gap FROM settings)
+                        OFFSET 0) joined  -- (kept a subquery: its `seconds` is computed once, not at every use)
+                 ) s
+            WHERE t.device_id = s.device_id
+            RETURNING t.device_id, s.head_us, s.open_minute_us, s.open_minute_start, s.first_minute_us, s.minute_count,
+                      \(closedOpenMinute),
+                      \(list(deltaMeasureNames.map { "first_minute_\($0)" }, of: "s"))
         ), closed AS (
             INSERT INTO power_rollups_minute_stored AS r (device_id, bucket_start, \(measureColumns))
             SELECT * FROM (
-                SELECT s.device_id, s.open_minute_start AS bucket_start, \(closedOpenMinute)
-                FROM staying s
-                WHERE s.head_us <> s.open_minute_us
+                SELECT m.device_id, m.open_minute_start AS bucket_start, \(list(measures.map { "closed_\($0)" }, of: "m"))
+                FROM moved m
+                WHERE m.head_us <> m.open_minute_us
                 UNION ALL
                 -- The chain's first minute, when it is neither the open minute nor the last.
-                SELECT s.device_id, \(timestamp("s.first_minute_us")),
-                       \(measures.map(stagedMeasure("s.first_minute_")).joined(separator: ", "))
-                FROM staying s
-                WHERE s.minute_count > 1 AND s.first_minute_us <> s.open_minute_us
+                SELECT m.device_id, \(timestamp("m.first_minute_us")),
+                       \(measures.map(stagedMeasure("m.first_minute_")).joined(separator: ", "))
+                FROM moved m
+                WHERE m.minute_count > 1 AND m.first_minute_us <> m.open_minute_us
                 UNION ALL
                 -- The minutes between its first and last: the only ones staged so far.
                 SELECT m.device_id, \(timestamp("m.bucket_us")),
                        \(measures.map(stagedMeasure("m.")).joined(separator: ", "))
                 FROM outletd_staging_minutes m
-                JOIN staying s ON s.device_id = m.device_id
+                JOIN moved s ON s.device_id = m.device_id
             ) minutes
             ORDER BY device_id, bucket_start
             ON CONFLICT (device_id, bucket_start) DO UPDATE SET \(mergedMeasures("r"))
-        ), moved AS (
-            UPDATE rollup_tails t
-            SET measured_at = s.last_at, power_watts = s.last_power_watts, energy_wh = s.last_energy_wh,
-                open_minute_start = \(timestamp("s.head_us")),
-                \(openBucketsMoved)
-            FROM staying s
-            WHERE t.device_id = s.device_id
-            RETURNING t.device_id
         ), \(handledAndRemaining)
         """
 
@@ -301,21 +305,22 @@ extension BatchStore {
         { name in name.hasSuffix("_at") ? timestamp("\(prefix)\(name.dropLast(3))_us") : "\(prefix)\(name)" }
     }
 
-    /// The end of both short ways, after their CTEs `staying` (the outlets they take) and `moved`
-    /// (their `rollup_tails` rows, updated): the outlets taken leave `outletd_inserted_devices` when
+    /// The end of both short ways, after their CTE `moved` (the `rollup_tails` rows of the outlets
+    /// they take, updated): the outlets taken leave `outletd_inserted_devices` when
     /// others remain (only then do the next statements need to tell them apart), and the statement
     /// returns how many remain.
     private static let handledAndRemaining = """
         handled AS (
                     DELETE FROM outletd_inserted_devices i USING moved m
                     WHERE i.device_id = m.device_id
-                      AND (SELECT count(*) FROM outletd_inserted_devices) > (SELECT count(*) FROM staying)
+                      AND (SELECT count(*) FROM outletd_inserted_devices) > (SELECT count(*) FROM moved)
                 )
                 SELECT (SELECT count(*) FROM outletd_inserted_devices) - (SELECT count(*) FROM moved)
         """
 
     /// The segment from an outlet's tail to its chain's first sample (``linkIntegral``,
-    /// ``linkCovered``, ``linkEnergy``), as the columns `link_…` of both short ways' `staying`.
+    /// ``linkCovered``, ``linkEnergy``), as the columns `link_…` of the outlets both short ways take
+    /// (`s`).
     private static let linkColumns = """
         \(linkIntegral) AS link_power_integral_watt_seconds, \(linkCovered) AS link_covered_seconds,
                    \(linkEnergy) AS link_energy_wh
@@ -326,8 +331,8 @@ extension BatchStore {
         "CASE WHEN minute_count = 1 THEN \(stagedMeasure("total_")($0)) ELSE \(stagedMeasure("head_")($0)) END AS head_\($0)"
     }.joined(separator: ",\n")
 
-    /// A chain's total with the segment from its tail added (in ``shortWaySQL``'s `staying`, and
-    /// in the statement across hours): what the batch adds to the open hour and day.
+    /// A chain's total with the segment from its tail added (in the outlets both short ways take,
+    /// `s`): what the batch adds to the open hour and day.
     private static let linkedTotal = """
         total_sample_count AS sample_count, total_power_sum_watts AS power_sum_watts,
                    total_power_integral_watt_seconds + \(linkIntegral) AS power_integral_watt_seconds,
@@ -389,14 +394,14 @@ extension BatchStore {
         ), \(handledAndRemaining)
         """
 
-    /// An outlet's open minute (in ``shortWaySQL``'s `staying s`) with the segment from its tail
+    /// An outlet's open minute (in ``shortWaySQL``'s outlets `s`) with the segment from its tail
     /// and the batch's share of it (its first minute, when the chain starts in the open minute)
     /// added: the row it is stored as.
     private static let closedOpenMinute = addedMeasures(
         linked("open_minute", of: "s"),
         { "CASE WHEN s.first_minute_us = s.open_minute_us THEN \(stagedMeasure("s.first_minute_")($0)) END" },
         time: "_at"
-    ).map { "\($1) AS \($0)" }.joined(separator: ",\n")
+    ).map { "\($1) AS closed_\($0)" }.joined(separator: ",\n")
 
     /// A CTE (`name`) of ``shortWayAcrossHoursSQL`` storing the open bucket `level` (`open_minute`,
     /// `open_hour`, `open_day`) of each outlet in `staying s` (`onlyIf` a condition holds) into
@@ -421,7 +426,7 @@ extension BatchStore {
     }
 
     /// A measure of an open bucket (`level`) of `rollup_tails t` with the segment from the tail (in
-    /// `staying s`) added: the segment's sums add; it brings no sample of its own.
+    /// `s`, the outlets taken) added: the segment's sums add; it brings no sample of its own.
     private static func linked(_ level: String, of table: String = "t") -> (String) -> String {
         { name in
             ["power_integral_watt_seconds", "covered_seconds", "energy_wh"].contains(name)
@@ -429,9 +434,9 @@ extension BatchStore {
         }
     }
 
-    /// The SET list moving an outlet's open buckets in `rollup_tails t` by `staying s`: its hour and
-    /// day gain the batch's total; its minute gains it too when the samples stayed in it, else it is
-    /// the batch's last minute (`head_…`).
+    /// The SET list moving an outlet's open buckets in `rollup_tails t` by `s` (the outlets taken):
+    /// its hour and day gain the batch's total; its minute gains it too when the samples stayed in
+    /// it, else it is the batch's last minute (`head_…`).
     private static let openBucketsMoved =
         (addedMeasures({ "t.open_minute_\($0)" }, column(of: "s"), time: "_at").map { name, added in
             "open_minute_\(name) = CASE WHEN s.head_us = s.open_minute_us THEN \(added) ELSE s.head_\(name) END"
