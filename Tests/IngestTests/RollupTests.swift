@@ -261,6 +261,48 @@ import Testing
         #expect(hour == "100.000000000 100.000000000")
     }
 
+    /// The short way stores the minutes it closes without a conflict check, as none of them can have
+    /// a stored row. Should one have it anyway (here planted by hand), the batch is written again
+    /// merging into it: nothing is lost and ingest goes on.
+    @Test func aClosedMinuteWithAStoredRowAlreadyIsMergedIntoIt() throws {
+        let (url, connection, ids) = try setUp(["lamp"])
+        defer { connection.close() }
+        let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3)
+        func write(_ seconds: [Double]) throws -> BatchStore.Outcome {
+            let start = RFC3339.date(from: "2026-06-01T10:00:00Z") ?? Date()
+            var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
+            batch.add(
+                ClassifiedMessage(
+                    samples: seconds.map { sample(ids[0], start.addingTimeInterval($0), power: 100, voltage: nil) }),
+                of: RawMessage(topic: "t", payload: [], receivedAt: Date()))
+            return try store.write(batch, to: connection)
+        }
+        #expect(try write([5, 15]).rewrittenAfterMinuteConflict == false)
+        // Minute 10:00 is the outlet's open minute: planting a stored row for it breaks the invariant.
+        try connection.execute(
+            """
+            INSERT INTO power_rollups_minute_stored (device_id, bucket_start, sample_count, power_sum_watts,
+                power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
+                last_power_watts, last_at)
+            VALUES ($1, '2026-06-01T10:00:00Z', 1, 40, 0, 0, 40, 40, '2026-06-01T10:00:01Z', 0, 40,
+                    '2026-06-01T10:00:01Z')
+            """, [ids[0]])
+        let closing = try write([65, 75])
+        #expect(closing.rewrittenAfterMinuteConflict)
+        #expect(closing.inserted == 2)
+        #expect(
+            try Harness.scalar(
+                url,
+                "SELECT sample_count || ' ' || min_power_watts || ' ' || peak_power_watts FROM power_rollups_minute WHERE bucket_start = '2026-06-01T10:00:00Z'"
+            ) == "3 40 100")
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 4)
+        // The next minute closes as usual, at the first attempt.
+        #expect(try write([125]).rewrittenAfterMinuteConflict == false)
+        #expect(
+            try Harness.scalar(
+                url, "SELECT sample_count FROM power_rollups_minute WHERE bucket_start = '2026-06-01T10:01:00Z'") == "2")
+    }
+
     @Test func counterEnergyTreatsADecreaseAsAResetAndIgnoresTheGapRule() throws {
         let (url, connection, ids) = try setUp(["meter"], maxGapSeconds: 60)
         defer { connection.close() }

@@ -16,6 +16,10 @@ public struct BatchStore: Sendable {
     public struct Outcome: Sendable, Equatable {
         public var inserted: Int
         public var duplicates: Int
+        /// Whether a first attempt failed because a minute the rollups closed already had a stored
+        /// row (which should never happen, see ``shortWaySQL(checked:)``), and the batch was
+        /// written again, merging into that row.
+        public var rewrittenAfterMinuteConflict = false
     }
 
     public var keepRejectedMessages: Int
@@ -89,7 +93,8 @@ public struct BatchStore: Sendable {
         try connection.prepare(name: Statement.ensurePartitions, sql: Self.ensurePartitionsSQL)
         try connection.prepare(name: Statement.moveSamples, sql: Self.moveSamplesSQL)
         try connection.prepare(name: Statement.lockInserted, sql: Self.lockInsertedSQL)
-        try connection.prepare(name: Statement.shortWay, sql: Self.shortWaySQL)
+        try connection.prepare(name: Statement.shortWay, sql: Self.shortWaySQL(checked: false))
+        try connection.prepare(name: Statement.shortWayChecked, sql: Self.shortWaySQL(checked: true))
         try connection.prepare(name: Statement.shortWayAcrossHours, sql: Self.shortWayAcrossHoursSQL)
         try connection.prepare(name: Statement.mergeRollups, sql: Self.mergeRollupsSQL)
         try connection.prepare(name: Statement.recomputeRollups, sql: Self.recomputeRollupsSQL)
@@ -118,6 +123,7 @@ public struct BatchStore: Sendable {
         static let moveSamples = "outletd_move_samples"
         static let lockInserted = "outletd_lock_inserted"
         static let shortWay = "outletd_short_way"
+        static let shortWayChecked = "outletd_short_way_checked"
         static let shortWayAcrossHours = "outletd_short_way_across_hours"
         static let mergeRollups = "outletd_merge_rollups"
         static let recomputeRollups = "outletd_recompute_rollups"
@@ -129,6 +135,25 @@ public struct BatchStore: Sendable {
     /// committing anything on error.
     public func write(
         _ batch: Batch, to connection: PostgresConnection, checkpoint: (instanceID: String, SpoolCheckpoint)? = nil
+    ) throws -> Outcome {
+        do {
+            return try write(batch, to: connection, checkpoint: checkpoint, checkingClosedMinutes: false)
+        } catch let error as PostgresError where Self.isClosedMinuteConflict(error) {
+            var outcome = try write(batch, to: connection, checkpoint: checkpoint, checkingClosedMinutes: true)
+            outcome.rewrittenAfterMinuteConflict = true
+            return outcome
+        }
+    }
+
+    /// Whether `error` is the short way's plain insert of a closed minute finding a stored row.
+    static func isClosedMinuteConflict(_ error: PostgresError) -> Bool {
+        error.code == .queryFailed && error.sqlState == "23505"
+            && error.constraintName == "power_rollups_minute_stored_pkey"
+    }
+
+    private func write(
+        _ batch: Batch, to connection: PostgresConnection, checkpoint: (instanceID: String, SpoolCheckpoint)?,
+        checkingClosedMinutes: Bool
     ) throws -> Outcome {
         try connection.transaction {
             var inserted = 0
@@ -144,7 +169,9 @@ public struct BatchStore: Sendable {
                 let moved = try connection.executePrepared(name: Statement.moveSamples)
                 inserted = try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
                 if inserted > 0 && maintainsRollups {
-                    try updateRollups(batch, maxGapSeconds: try moved.double(row: 0, column: 1) ?? 0, connection)
+                    try updateRollups(
+                        batch, maxGapSeconds: try moved.double(row: 0, column: 1) ?? 0,
+                        checkingClosedMinutes: checkingClosedMinutes, connection)
                 }
             }
             if !batch.rejectionCounts.isEmpty {

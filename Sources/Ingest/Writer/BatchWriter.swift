@@ -275,6 +275,12 @@ public final class BatchWriter: Sendable {
                     writer.metrics.batchCommitted(
                         stored: outcome.inserted, duplicates: outcome.duplicates, rejected: batch.rejectionCounts,
                         seconds: seconds)
+                    if outcome.rewrittenAfterMinuteConflict {
+                        writer.metrics.databaseError()
+                        writer.logger.warning(
+                            "a minute the rollups closed already had a stored row; batch written again, merging it",
+                            metadata: ["messages": "\(batch.messageCount)"])
+                    }
                     if backoff.attempts > 0 {
                         writer.logger.info("database write recovered", metadata: ["attempts": "\(backoff.attempts)"])
                     }
