@@ -1,10 +1,13 @@
 // outletd-bench: the figures of docs/ROLLUPS.md ("Benchmark"). Not a test.
 //
 //   outletd-bench ingest URL_WITHOUT URL_WITH [--outlets 100] [--readings 2000] [--rounds 3] [--batch-rows N]
+//                        [--warm-up 0]
 //       Writes the same readings through BatchStore (batches of N rows, by default the daemon's
 //       `ingest.batch_max_rows`, i.e. the size of a batch under backlog) into
 //       two empty databases, one with the rollups switched off, one with them on; rounds
-//       alternate. Prints readings per second of each round and the ratio of the medians.
+//       alternate. Prints readings per second of each round and the ratio of the medians. With
+//       --warm-up K, each outlet's first K readings are written before the clock starts: the
+//       timed batches then find every outlet known (the steady state) instead of new.
 //   outletd-bench query URL [--samples 10000000] [--outlets 100] [--runs 200]
 //       Fills an empty database with raw samples (SQL generate_series, the last 30 days), builds
 //       the rollups with the rebuild SQL, then times the dashboards' "average and peak of one
@@ -35,12 +38,17 @@ func migratedConnection(_ url: String) throws -> PostgresConnection {
     return connection
 }
 
-/// Readings of `outlets` outlets every 10 s, most recent last, with 2 % repeated (replays).
-func makeBatches(deviceIDs: [Int32], readingsPerOutlet: Int, batchRows: Int) -> [Batch] {
+/// Readings of `outlets` outlets every 10 s, most recent last, with 2 % repeated (replays): the
+/// first `warmUp` readings of each outlet, then the others, each in batches of `batchRows`.
+func makeBatches(deviceIDs: [Int32], readingsPerOutlet: Int, warmUp: Int, batchRows: Int)
+    -> (warmUp: [Batch], timed: [Batch])
+{
     let end = Date().addingTimeInterval(-60)
     var samples: [DeviceSample] = []
     samples.reserveCapacity(deviceIDs.count * readingsPerOutlet)
+    var firstTimed = 0
     for step in 0..<readingsPerOutlet {
+        if step == warmUp { firstTimed = samples.count }
         let at = end.addingTimeInterval(-Double(readingsPerOutlet - step) * 10)
         for (index, id) in deviceIDs.enumerated() {
             let power = 50 + Double((step * 7 + index * 13) % 400)
@@ -51,13 +59,16 @@ func makeBatches(deviceIDs: [Int32], readingsPerOutlet: Int, batchRows: Int) -> 
             if (step + index) % 50 == 0 { samples.append(DeviceSample(deviceID: id, reading: reading)) }
         }
     }
-    return stride(from: 0, to: samples.count, by: batchRows).map { start in
-        var batch = Batch(maxStoredRejections: 0, payloadExcerptBytes: 0)
-        batch.add(
-            ClassifiedMessage(samples: Array(samples[start..<min(samples.count, start + batchRows)])),
-            of: RawMessage(topic: "bench", payload: [], receivedAt: Date()))
-        return batch
+    func batches(_ samples: ArraySlice<DeviceSample>) -> [Batch] {
+        stride(from: samples.startIndex, to: samples.endIndex, by: batchRows).map { start in
+            var batch = Batch(maxStoredRejections: 0, payloadExcerptBytes: 0)
+            batch.add(
+                ClassifiedMessage(samples: Array(samples[start..<min(samples.endIndex, start + batchRows)])),
+                of: RawMessage(topic: "bench", payload: [], receivedAt: Date()))
+            return batch
+        }
     }
+    return (batches(samples[..<firstTimed]), batches(samples[firstTimed...]))
 }
 
 func ingest(withoutURL: String, withURL: String) throws {
@@ -65,6 +76,7 @@ func ingest(withoutURL: String, withURL: String) throws {
     let readings = option("--readings", 2_000)
     let rounds = option("--rounds", 3)
     let batchRows = option("--batch-rows", OutletdConfiguration().ingest.batchMaxRows)
+    let warmUp = min(option("--warm-up", 0), readings - 1)
     var rates: [Bool: [Double]] = [false: [], true: []]
     for round in 1...rounds {
         for rollups in [false, true] {
@@ -78,9 +90,11 @@ func ingest(withoutURL: String, withURL: String) throws {
                 codes: (0..<outlets).map { String(format: "bench-%04d", $0) })
             let idRows = try connection.execute("SELECT id FROM devices ORDER BY id")
             let ids = try (0..<idRows.rowCount).compactMap { try idRows.int64(row: $0, column: 0).map(Int32.init) }
-            let batches = makeBatches(deviceIDs: ids, readingsPerOutlet: readings, batchRows: batchRows)
+            let (warmUpBatches, batches) = makeBatches(
+                deviceIDs: ids, readingsPerOutlet: readings, warmUp: warmUp, batchRows: batchRows)
             let store = BatchStore(keepRejectedMessages: 0, pendingDevicesMax: 0, maintainsRollups: rollups)
             try store.prepareSession(connection)
+            for batch in warmUpBatches { _ = try store.write(batch, to: connection) }
             try connection.execute("VACUUM ANALYZE")
             // Each timed run starts after a checkpoint, and the dead rows it leaves are vacuumed
             // before the next run starts: neither run pays for the other's checkpoint or autovacuum.

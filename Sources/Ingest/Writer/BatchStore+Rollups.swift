@@ -246,8 +246,8 @@ extension BatchStore {
     ///
     /// The minutes it closes never have a stored row (an open bucket never has one beside it, and
     /// the minutes after the tail have no samples stored), so without `checked` they are stored
-    /// with a plain `INSERT`: the conflict check of `ON CONFLICT` costs about a sixth of the
-    /// statement. Should that ever be wrong, the insert fails on the table's key and the writer
+    /// with a plain `INSERT`: the conflict check of `ON CONFLICT` costs ~7 % of the statement
+    /// (docs/ROLLUPS.md, "Benchmark"). Should that ever be wrong, the insert fails on the table's key and the writer
     /// writes the batch again with `checked` (``BatchStore/write(_:to:checkpoint:)``), which merges
     /// into the stored row.
     static func shortWaySQL(checked: Bool) -> String {
