@@ -300,7 +300,8 @@ import Testing
         #expect(try write([125]).rewrittenAfterMinuteConflict == false)
         #expect(
             try Harness.scalar(
-                url, "SELECT sample_count FROM power_rollups_minute WHERE bucket_start = '2026-06-01T10:01:00Z'") == "2")
+                url, "SELECT sample_count FROM power_rollups_minute WHERE bucket_start = '2026-06-01T10:01:00Z'") == "2"
+        )
     }
 
     @Test func counterEnergyTreatsADecreaseAsAResetAndIgnoresTheGapRule() throws {

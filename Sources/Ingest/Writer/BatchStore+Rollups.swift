@@ -247,9 +247,9 @@ extension BatchStore {
     /// The minutes it closes never have a stored row (an open bucket never has one beside it, and
     /// the minutes after the tail have no samples stored), so without `checked` they are stored
     /// with a plain `INSERT`: the conflict check of `ON CONFLICT` costs ~7 % of the statement
-    /// (docs/ROLLUPS.md, "Benchmark"). Should that ever be wrong, the insert fails on the table's key and the writer
-    /// writes the batch again with `checked` (``BatchStore/write(_:to:checkpoint:)``), which merges
-    /// into the stored row.
+    /// (docs/ROLLUPS.md, "Benchmark"). Should that ever be wrong, the insert fails on the table's
+    /// key and the writer writes the batch again with `checked`
+    /// (``BatchStore/write(_:to:checkpoint:)``), which merges into the stored row.
     static func shortWaySQL(checked: Bool) -> String {
         """
         WITH settings AS (
@@ -320,9 +320,9 @@ extension BatchStore {
     }
 
     /// The end of both short ways, after their CTE `moved` (the `rollup_tails` rows of the outlets
-    /// they take, updated): the outlets taken leave `outletd_inserted_devices` when
-    /// others remain (only then do the next statements need to tell them apart), and the statement
-    /// returns how many remain.
+    /// they take, updated): the outlets taken leave `outletd_inserted_devices` when others remain
+    /// (only then do the next statements need to tell them apart), and the statement returns how
+    /// many remain.
     private static let handledAndRemaining = """
         handled AS (
                     DELETE FROM outletd_inserted_devices i USING moved m
