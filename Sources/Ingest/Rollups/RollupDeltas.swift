@@ -20,9 +20,11 @@ struct RollupDeltas: Equatable {
         var first: Point
         var last: Point
         var total: Minute
-        /// How many minutes the samples fall in: `minutes[firstMinuteIndex..<(firstMinuteIndex + minuteCount)]`.
-        var minuteCount: Int
-        var firstMinuteIndex: Int
+        /// Where the chain's minutes are in ``RollupDeltas/minutes``.
+        var minuteIndices: Range<Int>
+        /// How many minutes the samples fall in.
+        var minuteCount: Int { minuteIndices.count }
+        var firstMinuteIndex: Int { minuteIndices.lowerBound }
     }
 
     /// A sample's time (microseconds since the Unix epoch), power and energy counter.
@@ -115,23 +117,27 @@ struct RollupDeltas: Equatable {
         chains.append(
             Chain(
                 deviceID: deviceID, sampleCount: run.count, first: point(run[0]), last: point(run[run.count - 1]),
-                total: total, minuteCount: minutes.count - firstMinuteIndex, firstMinuteIndex: firstMinuteIndex))
+                total: total, minuteIndices: firstMinuteIndex..<minutes.count))
     }
 
     /// The minutes between each chain's first and last (none for a chain of one or two minutes):
     /// the only ones PostgreSQL's short way needs staged.
     var middleMinutes: [Minute] {
-        chains.flatMap { minutes[($0.firstMinuteIndex + 1)..<($0.firstMinuteIndex + max(1, $0.minuteCount - 1))] }
+        chains.flatMap { minutes[$0.minuteIndices.dropFirst().dropLast()] }
     }
 
     /// Each chain's first and last minute (one minute when they are the same): staged, with the
     /// ``middleMinutes``, only for the outlets the short way leaves.
     var endMinutes: [Minute] {
         chains.flatMap { chain in
-            chain.minuteCount == 1
-                ? [minutes[chain.firstMinuteIndex]]
-                : [minutes[chain.firstMinuteIndex], minutes[chain.firstMinuteIndex + chain.minuteCount - 1]]
+            let (first, last) = ends(of: chain)
+            return chain.minuteCount == 1 ? [first] : [first, last]
         }
+    }
+
+    /// A chain's first and last minute (the same one for a chain of one minute).
+    private func ends(of chain: Chain) -> (first: Minute, last: Minute) {
+        (minutes[chain.minuteIndices.lowerBound], minutes[chain.minuteIndices.upperBound - 1])
     }
 
     /// Removes samples at the time of the one before them when they carry the same power, voltage
@@ -184,9 +190,10 @@ struct RollupDeltas: Equatable {
     /// `outletd_staging_chain_ends`, which the short way reads instead of staged minutes (a
     /// chain of one minute has none: that minute is its total).
     func encodeEnds(_ chain: Chain, _ encoder: inout CopyBinaryEncoder) {
+        let (first, last) = ends(of: chain)
         encoder.int32(chain.deviceID)
-        Self.encodeMeasures(of: minutes[chain.firstMinuteIndex], &encoder)
-        Self.encodeMeasures(of: minutes[chain.firstMinuteIndex + chain.minuteCount - 1], &encoder)
+        Self.encodeMeasures(of: first, &encoder)
+        Self.encodeMeasures(of: last, &encoder)
     }
 
     /// A minute as a binary `COPY` row of `outletd_staging_minutes`.
