@@ -166,8 +166,10 @@ struct RollupDeltas: Equatable {
     }
 
     /// A chain as a binary `COPY` row of `outletd_staging_chains`: after the columns below, its
-    /// minute count and the start of its first minute.
-    static func encode(_ chain: Chain, _ encoder: inout CopyBinaryEncoder) {
+    /// minute count, the start of its first minute and, `withEnds`, the measures of its first and
+    /// last minute when it spans more than one (else NULL: its total is that minute), which the
+    /// short way reads instead of staged minutes.
+    func encode(_ chain: Chain, withEnds: Bool, _ encoder: inout CopyBinaryEncoder) {
         encoder.int32(chain.deviceID)
         encoder.int64(Int64(chain.sampleCount))
         func encode(_ point: Point) {
@@ -177,23 +179,18 @@ struct RollupDeltas: Equatable {
         }
         encode(chain.first)
         encode(chain.last)
-        encoder.int64(minuteStart(chain.last.micros))
-        encodeMeasures(of: chain.total, &encoder)
+        encoder.int64(Self.minuteStart(chain.last.micros))
+        Self.encodeMeasures(of: chain.total, &encoder)
         encoder.int64(Int64(chain.minuteCount))
-        encoder.int64(minuteStart(chain.first.micros))
-    }
-
-    /// The chains of more than one minute: those with a row of ``encodeEnds(_:_:)``.
-    var chainsAcrossMinutes: [Chain] { chains.filter { $0.minuteCount > 1 } }
-
-    /// The measures of a chain's first and last minute as a binary `COPY` row of
-    /// `outletd_staging_chain_ends`, which the short way reads instead of staged minutes (a
-    /// chain of one minute has none: that minute is its total).
-    func encodeEnds(_ chain: Chain, _ encoder: inout CopyBinaryEncoder) {
-        let (first, last) = ends(of: chain)
-        encoder.int32(chain.deviceID)
-        Self.encodeMeasures(of: first, &encoder)
-        Self.encodeMeasures(of: last, &encoder)
+        encoder.int64(Self.minuteStart(chain.first.micros))
+        guard withEnds else { return }
+        if chain.minuteCount > 1 {
+            let (first, last) = ends(of: chain)
+            Self.encodeMeasures(of: first, &encoder)
+            Self.encodeMeasures(of: last, &encoder)
+        } else {
+            for _ in 0..<(2 * BatchStore.deltaMeasureNames.count) { encoder.null() }
+        }
     }
 
     /// A minute as a binary `COPY` row of `outletd_staging_minutes`.

@@ -23,29 +23,23 @@ extension BatchStore {
     ) throws {
         let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
         if !deltas.chains.isEmpty {
-            var chains = CopyBinaryChunks(deltas.chains[...], encode: RollupDeltas.encode)
+            // When a chain spans minutes, the chains carry their first and last minute too, which
+            // the short way reads instead of staged minutes (NULL for a chain of one minute: its
+            // total is that minute). At a steady rate no chain does, and the columns are left out.
+            let withEnds = deltas.chains.contains { $0.minuteCount > 1 }
+            var chains = CopyBinaryChunks(deltas.chains[...]) { deltas.encode($0, withEnds: withEnds, &$1) }
+            let endColumns = ["first_minute_", "head_"].flatMap { prefix in
+                withEnds ? Self.deltaMeasureNames.map { prefix + $0 } : []
+            }
             try connection.copyIn(
                 """
                 COPY outletd_staging_chains (device_id, sample_count, first_us, first_power_watts, first_energy_wh,
                     last_us, last_power_watts, last_energy_wh, head_us,
                     \(Self.deltaMeasureNames.map { "total_\($0)" }.joined(separator: ", ")),
-                    minute_count, first_minute_us) FROM STDIN (FORMAT binary)
+                    minute_count, first_minute_us\(endColumns.map { ", \($0)" }.joined())) FROM STDIN (FORMAT binary)
                 """
             ) { chains.next() }
-            // The short way reads the first and last minute of a chain across minutes from one row
-            // of chain ends, and only the minutes between them from staged minutes (at a steady
-            // rate, neither: a chain of one minute has its total).
-            let acrossMinutes = deltas.chainsAcrossMinutes
-            if !acrossMinutes.isEmpty {
-                var ends = CopyBinaryChunks(acrossMinutes[...], encode: deltas.encodeEnds)
-                try connection.copyIn(
-                    """
-                    COPY outletd_staging_chain_ends (device_id,
-                        \(Self.deltaMeasureNames.map { "first_minute_\($0)" }.joined(separator: ", ")),
-                        \(Self.deltaMeasureNames.map { "head_\($0)" }.joined(separator: ", "))) FROM STDIN (FORMAT binary)
-                    """
-                ) { ends.next() }
-            }
+            // Only the minutes between a chain's first and last are staged as minutes.
             try stageMinutes(deltas.middleMinutes, connection)
         }
         try connection.executePrepared(name: Statement.lockInserted)
@@ -238,7 +232,7 @@ extension BatchStore {
     /// what ``mergeRollupsSQL`` would do for it, without its groupings. The segment from the tail
     /// and the chain's total (summed by the writer) add to the open hour and day. If the samples
     /// stay in the open minute, they add to it too; else the open minute, with the segment and the
-    /// batch's share of it (the chain's first minute, from `outletd_staging_chain_ends`), goes to
+    /// batch's share of it (the chain's first minute, staged with the chain), goes to
     /// `power_rollups_minute_stored` with the batch's other minutes before its last, and the last
     /// one opens. Returns how many outlets with inserted samples remain (for
     /// ``shortWayAcrossHoursSQL``, then ``mergeRollupsSQL``). `$1` is the maximum gap the deltas
@@ -270,13 +264,11 @@ extension BatchStore {
                          \(list(deltaMeasureNames.map { "first_minute_\($0)" }))
                   FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
                                \(secondsFromTail) AS seconds,
-                               t.open_minute_us, t.open_minute_start, \(list(measures.map { "open_minute_\($0)" }, of: "t")),
-                               \(list(deltaMeasureNames.flatMap { ["first_minute_\($0)", "head_\($0)"] }, of: "e"))
+                               t.open_minute_us, t.open_minute_start, \(list(measures.map { "open_minute_\($0)" }, of: "t"))
                         FROM outletd_staging_chains c
                         JOIN outletd_inserted_devices i ON i.device_id = c.device_id AND i.sample_count = c.sample_count
                         JOIN (SELECT *, (\(microseconds("open_minute_start")))::bigint AS open_minute_us FROM rollup_tails) t
                             ON t.device_id = c.device_id
-                        LEFT JOIN outletd_staging_chain_ends e ON e.device_id = c.device_id
                         WHERE t.measured_at < i.first_measured_at
                           AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
                           AND outletd_hour_start(\(timestamp("c.head_us")), (SELECT zone FROM settings)) = t.open_hour_start

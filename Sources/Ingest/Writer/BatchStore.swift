@@ -74,14 +74,9 @@ public struct BatchStore: Sendable {
             head_us           bigint NOT NULL,
             \(Self.stagedMeasureColumns(prefix: "total_")),
             minute_count      bigint NOT NULL,
-            first_minute_us   bigint NOT NULL
-            """, connection)
-        try createStagingTable(
-            "outletd_staging_chain_ends",
-            """
-            device_id  integer NOT NULL,
-            \(Self.stagedMeasureColumns(prefix: "first_minute_")),
-            \(Self.stagedMeasureColumns(prefix: "head_"))
+            first_minute_us   bigint NOT NULL,
+            \(Self.stagedMeasureColumns(prefix: "first_minute_", nullable: true)),
+            \(Self.stagedMeasureColumns(prefix: "head_", nullable: true))
             """, connection)
         try createStagingTable(
             "outletd_staging_minutes",
@@ -108,13 +103,13 @@ public struct BatchStore: Sendable {
 
     /// The measures ``RollupDeltas`` stages for a minute (and, `prefix`ed, for a chain's total,
     /// first and last minute) with their types, as the columns of a temp table:
-    /// ``deltaMeasureNames``, in its COPY order.
-    static func stagedMeasureColumns(prefix: String = "") -> String {
+    /// ``deltaMeasureNames``, in its COPY order. `nullable`: all may be NULL (a chain's first and
+    /// last minute, which a chain of one minute leaves out).
+    static func stagedMeasureColumns(prefix: String = "", nullable: Bool = false) -> String {
         deltaMeasureNames.map { name in
-            let type =
-                name == "sample_count" || name.hasSuffix("_us")
-                ? "bigint NOT NULL" : name.hasSuffix("_volts") ? "double precision" : "double precision NOT NULL"
-            return "\(prefix)\(name) \(type)"
+            let type = name == "sample_count" || name.hasSuffix("_us") ? "bigint" : "double precision"
+            let required = !nullable && !name.hasSuffix("_volts")
+            return "\(prefix)\(name) \(type)\(required ? " NOT NULL" : "")"
         }.joined(separator: ",\n")
     }
 
