@@ -255,7 +255,7 @@ extension BatchStore {
             SET measured_at = s.last_at, power_watts = s.last_power_watts, energy_wh = s.last_energy_wh,
                 open_minute_start = \(timestamp("s.head_us")),
                 \(openBucketsMoved)
-            FROM (SELECT device_id, head_us, open_minute_us, open_minute_start, first_minute_us, minute_count,
+            FROM (SELECT device_id, tail_ctid, head_us, open_minute_us, open_minute_start, first_minute_us, minute_count,
                          last_energy_wh,
                          \(linkColumns),
                          \(linkedTotal),
@@ -263,11 +263,11 @@ extension BatchStore {
                          \(list(measures.map { "open_minute_\($0)" })),
                          \(list(deltaMeasureNames.map { "first_minute_\($0)" }))
                   FROM (SELECT c.*, t.power_watts AS tail_power_watts, t.energy_wh AS tail_energy_wh,
-                               \(secondsFromTail) AS seconds,
+                               \(secondsFromTail) AS seconds, t.ctid AS tail_ctid,
                                t.open_minute_us, t.open_minute_start, \(list(measures.map { "open_minute_\($0)" }, of: "t"))
                         FROM outletd_staging_chains c
                         JOIN outletd_inserted_devices i ON i.device_id = c.device_id AND i.sample_count = c.sample_count
-                        JOIN (SELECT *, (\(microseconds("open_minute_start")))::bigint AS open_minute_us FROM rollup_tails) t
+                        JOIN (SELECT *, ctid, (\(microseconds("open_minute_start")))::bigint AS open_minute_us FROM rollup_tails) t
                             ON t.device_id = c.device_id
                         WHERE t.measured_at < i.first_measured_at
                           AND t.open_minute_start IS NOT NULL AND t.open_day_start IS NOT NULL
@@ -275,7 +275,8 @@ extension BatchStore {
                           AND (SELECT same_gap FROM settings)
                         OFFSET 0) joined  -- (kept a subquery: its `seconds` is computed once, not at every use)
                  ) s
-            WHERE t.device_id = s.device_id
+            -- (By the row version the join read: no second look-up of each outlet's row by key.)
+            WHERE t.ctid = s.tail_ctid
             RETURNING t.device_id, s.head_us, s.open_minute_us, s.open_minute_start, s.first_minute_us, s.minute_count,
                       \(closedOpenMinute),
                       \(list(deltaMeasureNames.map { "first_minute_\($0)" }, of: "s"))
