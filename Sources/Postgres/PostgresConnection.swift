@@ -145,6 +145,33 @@ public final class PostgresConnection {
         return try LibPQ.consume(result, connection: connection, query: description)
     }
 
+    /// ``executePrepared(name:_:)`` that runs `work` on the calling thread while the server executes the
+    /// statement, then waits for the result: the client's own work for what comes next overlaps the server's.
+    /// `work` must not use this connection (a statement is in flight); what it computes it keeps itself.
+    /// Should the statement fail, the error is thrown once `work` has returned.
+    @discardableResult
+    public func executePrepared(
+        name: String, _ parameters: [(any PostgresBindable)?] = [], whileRunning work: () -> Void
+    ) throws(PostgresError) -> PostgresResult {
+        let description = "EXECUTE \(name)"
+        let connection = try requireConnection(query: description)
+        try LibPQ.rejectNUL(name, what: "statement name")
+        let texts = try Self.parameterTexts(parameters, query: description)
+        let sent = try LibPQ.withCStrings(texts, describe: Self.parameterName) { pointers in
+            PQsendQueryPrepared(connection, name, Int32(pointers.count), pointers, nil, nil, 0)
+        }
+        guard sent == 1 else {
+            throw LibPQ.connectionError(connection, fallbackCode: .connectionLost, query: description)
+        }
+        work()
+        // One statement: its result, then none (`PQgetResult` blocks until the server has answered).
+        let result = try LibPQ.consume(PQgetResult(connection), connection: connection, query: description)
+        if let error = LibPQ.drainResults(connection, query: description) {
+            throw error
+        }
+        return result
+    }
+
     /// A handle another thread can use to cancel the statement running on this connection. Make it while the
     /// connection is idle (on the connection's thread), then hand it over; it stays valid after the connection
     /// closes (cancelling then does nothing useful).

@@ -230,6 +230,35 @@ import Testing
         #expect(missing?.sqlState == "26000")
     }
 
+    @Test func workRunsWhileThePreparedStatementExecutes() throws {
+        let database = try TestDatabase()
+        let connection = try database.connect()
+        let observer = try database.connect()
+        try connection.prepare(name: "slow", sql: "SELECT pg_sleep(0.5), $1::integer * 2")
+        var seenRunning = false
+        let result = try connection.executePrepared(name: "slow", [21]) {
+            // The statement is on the server while this runs: another session sees it active.
+            for _ in 0..<200 where !seenRunning {
+                let state = try? observer.execute(
+                    "SELECT state FROM pg_stat_activity WHERE pid = $1", [Int(connection.backendPID)])
+                seenRunning = state?[0, 0] == "active"
+                if !seenRunning { Thread.sleep(forTimeInterval: 0.01) }
+            }
+        }
+        #expect(seenRunning)
+        #expect(result[0, 1] == "42")
+        #expect(try connection.execute("SELECT 1")[0, 0] == "1")
+
+        try connection.prepare(name: "failing", sql: "SELECT 1 / $1::integer")
+        var workRan = false
+        let error = #expect(throws: PostgresError.self) {
+            try connection.executePrepared(name: "failing", [0]) { workRan = true }
+        }
+        #expect(workRan)
+        #expect(error?.sqlState == "22012")
+        #expect(try connection.executePrepared(name: "failing", [1]) {}[0, 0] == "1")
+    }
+
     @Test func noticesGoToTheHandler() throws {
         let connection = try TestDatabase().connect()
         var notices: [PostgresNotice] = []
