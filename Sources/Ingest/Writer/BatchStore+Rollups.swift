@@ -1,5 +1,33 @@
 import Postgres
 
+/// A batch's ``RollupDeltas`` and the binary COPY of their chains, made before the rollups need
+/// them: the writer makes them while PostgreSQL moves the batch's samples (pure computation, no
+/// connection).
+struct StagedRollups {
+    let deltas: RollupDeltas
+    /// Whether the chains carry their first and last minute: when one spans minutes (the short way
+    /// reads them instead of staged minutes; NULL for a chain of one minute, whose total is that
+    /// minute). At a steady rate no chain does, and the columns are left out.
+    let withEnds: Bool
+    /// The COPY's data, in pieces.
+    let chains: [[UInt8]]
+    let maxGapSeconds: Double
+
+    init(_ batch: Batch, maxGapSeconds: Double) {
+        let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
+        let withEnds = deltas.chains.contains { $0.minuteCount > 1 }
+        var chunks = CopyBinaryChunks(deltas.chains[...]) { deltas.encode($0, withEnds: withEnds, &$1) }
+        var chains: [[UInt8]] = []
+        if !deltas.chains.isEmpty {
+            while let chunk = chunks.next() { chains.append(chunk) }
+        }
+        self.deltas = deltas
+        self.withEnds = withEnds
+        self.chains = chains
+        self.maxGapSeconds = maxGapSeconds
+    }
+}
+
 /// The rollup step of the write path (docs/ROLLUPS.md, "How the write path maintains them").
 ///
 /// After the move statement has inserted a batch's samples and noted, per outlet, how many it
@@ -19,18 +47,15 @@ extension BatchStore {
     /// `checkingClosedMinutes`: whether the short way stores the minutes it closes with a conflict
     /// check (``shortWaySQL``), which a first attempt leaves out.
     func updateRollups(
-        _ batch: Batch, maxGapSeconds: Double, checkingClosedMinutes: Bool, _ connection: PostgresConnection
+        _ staged: StagedRollups, checkingClosedMinutes: Bool, _ connection: PostgresConnection
     ) throws {
-        let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
+        let deltas = staged.deltas
+        let maxGapSeconds = staged.maxGapSeconds
         if !deltas.chains.isEmpty {
-            // When a chain spans minutes, the chains carry their first and last minute too, which
-            // the short way reads instead of staged minutes (NULL for a chain of one minute: its
-            // total is that minute). At a steady rate no chain does, and the columns are left out.
-            let withEnds = deltas.chains.contains { $0.minuteCount > 1 }
-            var chains = CopyBinaryChunks(deltas.chains[...]) { deltas.encode($0, withEnds: withEnds, &$1) }
             let endColumns = ["first_minute_", "head_"].flatMap { prefix in
-                withEnds ? Self.deltaMeasureNames.map { prefix + $0 } : []
+                staged.withEnds ? Self.deltaMeasureNames.map { prefix + $0 } : []
             }
+            var chunks = staged.chains.makeIterator()
             try connection.copyIn(
                 """
                 COPY outletd_staging_chains (device_id, sample_count, first_us, first_power_watts, first_energy_wh,
@@ -38,7 +63,7 @@ extension BatchStore {
                     \(Self.deltaMeasureNames.map { "total_\($0)" }.joined(separator: ", ")),
                     minute_count, first_minute_us\(endColumns.map { ", \($0)" }.joined())) FROM STDIN (FORMAT binary)
                 """
-            ) { chains.next() }
+            ) { chunks.next() }
             // Only the minutes between a chain's first and last are staged as minutes.
             try stageMinutes(deltas.middleMinutes, connection)
         }

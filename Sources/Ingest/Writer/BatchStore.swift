@@ -153,7 +153,8 @@ public struct BatchStore: Sendable {
         try connection.transaction {
             var inserted = 0
             if !batch.samples.isEmpty {
-                try connection.executePrepared(name: Statement.ensurePartitions, [Self.utcDays(batch.samples)])
+                let begun = try connection.executePrepared(
+                    name: Statement.ensurePartitions, [Self.utcDays(batch.samples)])
                 var samples = CopyBinaryChunks(batch.samples[...], encode: Self.encode)
                 try connection.copyIn(
                     """
@@ -161,12 +162,16 @@ public struct BatchStore: Sendable {
                         current_amperes, power_watts, power_factor, energy_wh, seq) FROM STDIN (FORMAT binary)
                     """
                 ) { samples.next() }
-                let moved = try connection.executePrepared(name: Statement.moveSamples)
+                // While PostgreSQL moves the samples, the writer computes the batch's rollup deltas
+                // and encodes them for their COPY: its work and the server's overlap.
+                var rollups: StagedRollups?
+                let maxGapSeconds = try begun.double(row: 0, column: 1) ?? 0
+                let moved = try connection.executePrepared(name: Statement.moveSamples) {
+                    if maintainsRollups { rollups = StagedRollups(batch, maxGapSeconds: maxGapSeconds) }
+                }
                 inserted = try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
-                if inserted > 0 && maintainsRollups {
-                    try updateRollups(
-                        batch, maxGapSeconds: try moved.double(row: 0, column: 1) ?? 0,
-                        checkingClosedMinutes: checkingClosedMinutes, connection)
+                if inserted > 0, let rollups {
+                    try updateRollups(rollups, checkingClosedMinutes: checkingClosedMinutes, connection)
                 }
             }
             if !batch.rejectionCounts.isEmpty {
@@ -228,8 +233,11 @@ public struct BatchStore: Sendable {
         "timestamptz 'epoch' + \(microseconds) * interval '1 microsecond'"
     }
 
-    /// Creates the missing daily partitions of `samples` for the days in `$1`.
-    static let ensurePartitionsSQL = "SELECT outletd_ensure_sample_partitions($1::integer[])"
+    /// Creates the missing daily partitions of `samples` for the days in `$1`; returns, besides, the
+    /// rollups' maximum gap (which the writer's rollup deltas need, computed while the samples move).
+    static let ensurePartitionsSQL = """
+        SELECT outletd_ensure_sample_partitions($1::integer[]), (SELECT max_gap_seconds FROM rollup_settings LIMIT 1)
+        """
 
     /// A sample as a binary `COPY` row of `outletd_staging_samples`.
     static func encode(_ sample: DeviceSample, _ encoder: inout CopyBinaryEncoder) {
@@ -252,8 +260,7 @@ public struct BatchStore: Sendable {
 
     /// Moves staged samples into `samples`, skipping ones already there, adds the rows it really
     /// inserted to `device_power_totals` and notes, per outlet, how many it inserted in
-    /// `outletd_inserted_devices` for the rollups. Returns the number inserted and the rollups'
-    /// maximum gap (which the writer's rollup deltas need).
+    /// `outletd_inserted_devices` for the rollups. Returns the number inserted.
     static let moveSamplesSQL = """
         WITH inserted AS (
             INSERT INTO samples (device_id, measured_at, received_at, device_time, voltage_volts, current_amperes,
@@ -298,7 +305,7 @@ public struct BatchStore: Sendable {
             INSERT INTO outletd_inserted_devices (device_id, sample_count, first_measured_at)
             SELECT device_id, sample_count, first_measured_at FROM per_device
         )
-        SELECT (SELECT count(*) FROM inserted), (SELECT max_gap_seconds FROM rollup_settings)
+        SELECT count(*) FROM inserted
         """
 
     private func writeRejections(_ batch: Batch, _ connection: PostgresConnection) throws {
