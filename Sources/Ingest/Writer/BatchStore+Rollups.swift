@@ -342,12 +342,14 @@ extension BatchStore {
     /// (only then do the next statements need to tell them apart), and the statement returns how
     /// many remain.
     private static let handledAndRemaining = """
-        handled AS (
+        remaining AS MATERIALIZED (
+                    -- (Counted once: the delete's condition and the result both read it.)
+                    SELECT (SELECT count(*) FROM outletd_inserted_devices) - (SELECT count(*) FROM moved) AS count
+                ), handled AS (
                     DELETE FROM outletd_inserted_devices i USING moved m
-                    WHERE i.device_id = m.device_id
-                      AND (SELECT count(*) FROM outletd_inserted_devices) > (SELECT count(*) FROM moved)
+                    WHERE i.device_id = m.device_id AND (SELECT count > 0 FROM remaining)
                 )
-                SELECT (SELECT count(*) FROM outletd_inserted_devices) - (SELECT count(*) FROM moved)
+                SELECT count FROM remaining
         """
 
     /// The segment from an outlet's tail to its chain's first sample (``linkIntegral``,
