@@ -135,11 +135,7 @@ public final class PostgresConnection {
     public func executePrepared(name: String, _ parameters: [(any PostgresBindable)?] = []) throws(PostgresError)
         -> PostgresResult
     {
-        let description = "EXECUTE \(name)"
-        let connection = try requireConnection(query: description)
-        try LibPQ.rejectNUL(name, what: "statement name")
-        let texts = try Self.parameterTexts(parameters, query: description)
-        let result = try LibPQ.withCStrings(texts, describe: Self.parameterName) { pointers in
+        let (connection, description, result) = try callPrepared(name: name, parameters) { connection, pointers in
             PQexecPrepared(connection, name, Int32(pointers.count), pointers, nil, nil, 0)
         }
         return try LibPQ.consume(result, connection: connection, query: description)
@@ -153,11 +149,7 @@ public final class PostgresConnection {
     public func executePrepared(
         name: String, _ parameters: [(any PostgresBindable)?] = [], whileRunning work: () -> Void
     ) throws(PostgresError) -> PostgresResult {
-        let description = "EXECUTE \(name)"
-        let connection = try requireConnection(query: description)
-        try LibPQ.rejectNUL(name, what: "statement name")
-        let texts = try Self.parameterTexts(parameters, query: description)
-        let sent = try LibPQ.withCStrings(texts, describe: Self.parameterName) { pointers in
+        let (connection, description, sent) = try callPrepared(name: name, parameters) { connection, pointers in
             PQsendQueryPrepared(connection, name, Int32(pointers.count), pointers, nil, nil, 0)
         }
         guard sent == 1 else {
@@ -184,6 +176,23 @@ public final class PostgresConnection {
     }
 
     // MARK: - Internal
+
+    /// What both `executePrepared` functions do first: checks the connection and the name, and
+    /// calls `call` (the libpq function) with the parameters as C strings. Returns the connection
+    /// and the statement's description for errors with `call`'s result.
+    private func callPrepared<Result>(
+        name: String, _ parameters: [(any PostgresBindable)?],
+        _ call: (OpaquePointer, [UnsafePointer<CChar>?]) -> Result
+    ) throws(PostgresError) -> (OpaquePointer, String, Result) {
+        let description = "EXECUTE \(name)"
+        let connection = try requireConnection(query: description)
+        try LibPQ.rejectNUL(name, what: "statement name")
+        let texts = try Self.parameterTexts(parameters, query: description)
+        let result = try LibPQ.withCStrings(texts, describe: Self.parameterName) { pointers in
+            call(connection, pointers)
+        }
+        return (connection, description, result)
+    }
 
     /// The open libpq connection, or ``PostgresError/Code/connectionLost`` when closed or known to be broken.
     func requireConnection(query: String?) throws(PostgresError) -> OpaquePointer {
