@@ -1727,9 +1727,9 @@ extension Migration {
             -- Migration 9 gave the table fillfactor 70 for a row of four columns. Since migration 10 the row
             -- also holds the outlet's open minute, hour and day (~380 bytes), and a batch rewrites every row of
             -- a page in one transaction, so a page needs room for a new version of each of its rows: at 70 % it
-            -- has room for about half of them. Measured with the ingest benchmark (10,000 outlets, 50,000-row
-            -- batches, 30 batches): 85 % of the updates were HOT and the table grew to 13 MB; at 50 %, 100 %
-            -- were HOT and the table stays at 8 MB (docs/PERFORMANCE.md).
+            -- has room for only part of them. Measured with the ingest benchmark (10,000 outlets, 50,000-row
+            -- batches, 30 batches): 85–86 % of the updates were HOT and the table grew to 13 MB; at 50 %, 100 %
+            -- were HOT and the table stayed at 8 MB (docs/PERFORMANCE.md).
             ALTER TABLE rollup_tails SET (fillfactor = 50);
 
             -- The setting applies to pages written from now on: write the existing rows again (CLUSTER
