@@ -4,8 +4,9 @@
 //                        [--warm-up 0]
 //       Writes the same readings through BatchStore (batches of N rows, by default the daemon's
 //       `ingest.batch_max_rows`, i.e. the size of a batch under backlog) into
-//       two empty databases, one with the rollups switched off, one with them on; rounds
-//       alternate. Prints readings per second of each round and the ratio of the medians. With
+//       two empty databases, one with the rollups switched off, one with them on; the timed
+//       batches alternate between the two. Prints readings per second of each side and round, each
+//       round's ratio, and the ratio of the medians with the median of the rounds' ratios. With
 //       --warm-up K, each outlet's first K readings are written before the clock starts: the
 //       timed batches then find every outlet known (the steady state) instead of new.
 //   outletd-bench query URL [--samples 10000000] [--outlets 100] [--runs 200]
@@ -71,6 +72,50 @@ func makeBatches(deviceIDs: [Int32], readingsPerOutlet: Int, warmUp: Int, batchR
     return (batches(samples[..<firstTimed]), batches(samples[firstTimed...]))
 }
 
+/// One database of `ingest`: its connection, store and batches for a round.
+struct IngestSide {
+    let rollups: Bool
+    let connection: PostgresConnection
+    let store: BatchStore
+    let batches: [Batch]
+    var elapsed = 0.0
+    var written = 0
+
+    /// Empties the database, adds the outlets, writes the warm-up batches and leaves the tables
+    /// vacuumed and analysed.
+    init(url: String, rollups: Bool, outlets: Int, readings: Int, warmUp: Int, batchRows: Int) throws {
+        let connection = try migratedConnection(url)
+        try connection.execute(
+            "TRUNCATE samples, device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored, power_rollups_daily_stored, rollup_tails"
+        )
+        try connection.execute("DELETE FROM devices")
+        _ = try DeviceStore(connection: connection).addMany(
+            codes: (0..<outlets).map { String(format: "bench-%04d", $0) })
+        let idRows = try connection.execute("SELECT id FROM devices ORDER BY id")
+        let ids = try (0..<idRows.rowCount).compactMap { try idRows.int64(row: $0, column: 0).map(Int32.init) }
+        let (warmUpBatches, batches) = makeBatches(
+            deviceIDs: ids, readingsPerOutlet: readings, warmUp: warmUp, batchRows: batchRows)
+        let store = BatchStore(keepRejectedMessages: 0, pendingDevicesMax: 0, maintainsRollups: rollups)
+        try store.prepareSession(connection)
+        for batch in warmUpBatches { _ = try store.write(batch, to: connection) }
+        try connection.execute("VACUUM ANALYZE")
+        self.rollups = rollups
+        self.connection = connection
+        self.store = store
+        self.batches = batches
+    }
+
+    var readings: Int { batches.reduce(0) { $0 + $1.samples.count } }
+    var rate: Double { Double(readings) / elapsed }
+
+    mutating func write(_ index: Int) throws {
+        let clock = ContinuousClock()
+        let started = clock.now
+        written += try store.write(batches[index], to: connection).inserted
+        elapsed += seconds(clock.now - started)
+    }
+}
+
 func ingest(withoutURL: String, withURL: String) throws {
     let outlets = option("--outlets", 100)
     let readings = option("--readings", 2_000)
@@ -78,44 +123,40 @@ func ingest(withoutURL: String, withURL: String) throws {
     let batchRows = option("--batch-rows", OutletdConfiguration().ingest.batchMaxRows)
     let warmUp = min(option("--warm-up", 0), readings - 1)
     var rates: [Bool: [Double]] = [false: [], true: []]
+    var ratios: [Double] = []
     for round in 1...rounds {
-        for rollups in [false, true] {
-            let connection = try migratedConnection(rollups ? withURL : withoutURL)
-            defer { connection.close() }
-            try connection.execute(
-                "TRUNCATE samples, device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored, power_rollups_daily_stored, rollup_tails"
-            )
-            try connection.execute("DELETE FROM devices")
-            _ = try DeviceStore(connection: connection).addMany(
-                codes: (0..<outlets).map { String(format: "bench-%04d", $0) })
-            let idRows = try connection.execute("SELECT id FROM devices ORDER BY id")
-            let ids = try (0..<idRows.rowCount).compactMap { try idRows.int64(row: $0, column: 0).map(Int32.init) }
-            let (warmUpBatches, batches) = makeBatches(
-                deviceIDs: ids, readingsPerOutlet: readings, warmUp: warmUp, batchRows: batchRows)
-            let store = BatchStore(keepRejectedMessages: 0, pendingDevicesMax: 0, maintainsRollups: rollups)
-            try store.prepareSession(connection)
-            for batch in warmUpBatches { _ = try store.write(batch, to: connection) }
-            try connection.execute("VACUUM ANALYZE")
-            // Each timed run starts after a checkpoint, and the dead rows it leaves are vacuumed
-            // before the next run starts: neither run pays for the other's checkpoint or autovacuum.
-            try connection.execute("CHECKPOINT")
-            let clock = ContinuousClock()
-            let started = clock.now
-            var written = 0
-            for batch in batches { written += try store.write(batch, to: connection).inserted }
-            let elapsed = seconds(clock.now - started)
-            try connection.execute("VACUUM ANALYZE")
-            let rate = Double(batches.reduce(0) { $0 + $1.samples.count }) / elapsed
-            rates[rollups, default: []].append(rate)
+        var sides = try [withoutURL, withURL].enumerated().map { index, url in
+            try IngestSide(
+                url: url, rollups: index == 1, outlets: outlets, readings: readings, warmUp: warmUp,
+                batchRows: batchRows)
+        }
+        defer { for side in sides { side.connection.close() } }
+        // Both databases are in one state of the machine: the timed batches alternate between them
+        // (one batch without rollups, the same batch with them, the next without, …), after one
+        // checkpoint (of the whole cluster) and with the order of each pair swapped every other
+        // batch. What slows the machine for a while slows both alike.
+        try sides[0].connection.execute("CHECKPOINT")
+        for index in sides[0].batches.indices {
+            for side in index % 2 == 0 ? [0, 1] : [1, 0] { try sides[side].write(index) }
+        }
+        for side in sides {
+            try side.connection.execute("VACUUM ANALYZE")
+            rates[side.rollups, default: []].append(side.rate)
             print(
                 String(
                     format: "round %d, rollups %@: %d readings (%d stored) in %.2f s = %.0f readings/s", round,
-                    rollups ? "on " : "off", batches.reduce(0) { $0 + $1.samples.count }, written, elapsed, rate))
+                    side.rollups ? "on " : "off", side.readings, side.written, side.elapsed, side.rate))
         }
+        let ratio = sides[1].rate / sides[0].rate
+        ratios.append(ratio)
+        print(String(format: "round %d: on/off = %.1f %%", round, ratio * 100))
     }
     let off = median(rates[false] ?? [])
     let on = median(rates[true] ?? [])
-    print(String(format: "median: off %.0f/s, on %.0f/s, on/off = %.1f %%", off, on, on / off * 100))
+    print(
+        String(
+            format: "median: off %.0f/s, on %.0f/s, on/off = %.1f %% (median of the rounds' on/off: %.1f %%)", off, on,
+            on / off * 100, median(ratios) * 100))
 }
 
 func query(url: String) throws {
