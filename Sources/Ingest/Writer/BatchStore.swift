@@ -26,7 +26,7 @@ public struct BatchStore: Sendable {
     public var pendingDevicesMax: Int
     /// Whether `write` maintains the power rollups. Always true in the daemon; false only to
     /// measure what the rollups cost (`Benchmarks/`), which leaves them stale.
-    public var maintainsRollups: Bool
+    public let maintainsRollups: Bool
 
     public init(keepRejectedMessages: Int, pendingDevicesMax: Int, maintainsRollups: Bool = true) {
         self.keepRejectedMessages = keepRejectedMessages
@@ -86,7 +86,8 @@ public struct BatchStore: Sendable {
             \(Self.stagedMeasureColumns())
             """, connection)
         try connection.prepare(name: Statement.ensurePartitions, sql: Self.ensurePartitionsSQL)
-        try connection.prepare(name: Statement.moveSamples, sql: Self.moveSamplesSQL)
+        try connection.prepare(
+            name: Statement.moveSamples, sql: Self.moveSamplesSQL(notingInsertedDevices: maintainsRollups))
         try connection.prepare(name: Statement.lockInserted, sql: Self.lockInsertedSQL)
         try connection.prepare(name: Statement.shortWay, sql: Self.shortWaySQL(checked: false))
         try connection.prepare(name: Statement.shortWayChecked, sql: Self.shortWaySQL(checked: true))
@@ -259,9 +260,10 @@ public struct BatchStore: Sendable {
     }
 
     /// Moves staged samples into `samples`, skipping ones already there, adds the rows it really
-    /// inserted to `device_power_totals` and notes, per outlet, how many it inserted in
-    /// `outletd_inserted_devices` for the rollups. Returns the number inserted.
-    static let moveSamplesSQL = """
+    /// inserted to `device_power_totals` and (`notingInsertedDevices`, for the rollups) notes, per
+    /// outlet, how many it inserted in `outletd_inserted_devices`. Returns the number inserted.
+    static func moveSamplesSQL(notingInsertedDevices: Bool) -> String {
+        """
         WITH inserted AS (
             INSERT INTO samples (device_id, measured_at, received_at, device_time, voltage_volts, current_amperes,
                                  power_watts, power_factor, energy_wh, seq)
@@ -301,11 +303,16 @@ public struct BatchStore: Sendable {
                     THEN excluded.peak_at ELSE t.peak_at END,
                 first_measured_at = LEAST(t.first_measured_at, excluded.first_measured_at),
                 last_measured_at = GREATEST(t.last_measured_at, excluded.last_measured_at)
-        ), noted AS (
+        )\(notingInsertedDevices ? Self.notingInsertedDevices : "")
+        SELECT count(*) FROM inserted
+        """
+    }
+
+    private static let notingInsertedDevices = """
+        , noted AS (
             INSERT INTO outletd_inserted_devices (device_id, sample_count, first_measured_at)
             SELECT device_id, sample_count, first_measured_at FROM per_device
         )
-        SELECT count(*) FROM inserted
         """
 
     private func writeRejections(_ batch: Batch, _ connection: PostgresConnection) throws {
