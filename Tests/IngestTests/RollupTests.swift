@@ -261,6 +261,30 @@ import Testing
         #expect(hour == "100.000000000 100.000000000")
     }
 
+    /// A batch carrying samples of more outlets than PostgreSQL's lock table has room for (~14,000
+    /// locks with the test stack's max_connections = 200) is stored with its rollups: the rollup
+    /// lock of an outlet is one of 1024 stripes, so a transaction holds at most 1024 of them.
+    @Test func aBatchOfMoreOutletsThanTheLockTableHoldsIsStored() throws {
+        let (url, connection, _) = try setUp([])
+        defer { connection.close() }
+        let outlets = 40_000
+        try DeviceStore(connection: connection).addMany(codes: (0..<outlets).map { "fleet-\($0)" })
+        let idRows = try connection.execute("SELECT id FROM devices ORDER BY id")
+        let ids = try (0..<idRows.rowCount).compactMap { try idRows.int64(row: $0, column: 0).map(Int32.init) }
+        #expect(ids.count == outlets)
+        let start = RFC3339.date(from: "2026-06-01T10:00:05Z") ?? Date()
+        // The first batch opens every outlet's buckets (the merge), the second adds to them (the
+        // short way): both lock all 40,000 outlets.
+        for step in 0..<2 {
+            let at = start.addingTimeInterval(Double(step) * 10)
+            let inserted = try write(ids.map { sample($0, at, power: 100) }, connection, batchSize: outlets)
+            #expect(inserted == outlets)
+        }
+        #expect(try Harness.count(url, "SELECT count(*) FROM rollup_tails") == outlets)
+        #expect(
+            try Harness.count(url, "SELECT count(*) FROM power_rollups_minute WHERE sample_count = 2") == outlets)
+    }
+
     /// The short way stores the minutes it closes without a conflict check, as none of them can have
     /// a stored row. Should one have it anyway (here planted by hand), the batch is written again
     /// merging into it: nothing is lost and ingest goes on.
