@@ -6,7 +6,8 @@
 //       `ingest.batch_max_rows`, i.e. the size of a batch under backlog) into
 //       two empty databases, one with the rollups switched off, one with them on; the timed
 //       batches alternate between the two. Prints readings per second of each side and round, each
-//       round's ratio, and the ratio of the medians with the median of the rounds' ratios. With
+//       round's ratio, the ratio of the medians with the median of the rounds' ratios, and the
+//       ratio over all rounds (all readings over all seconds of each side). With
 //       --warm-up K, each outlet's first K readings are written before the clock starts: the
 //       timed batches then find every outlet known (the steady state) instead of new.
 //   outletd-bench query URL [--samples 10000000] [--outlets 100] [--runs 200]
@@ -124,6 +125,8 @@ func ingest(withoutURL: String, withURL: String) throws {
     let warmUp = min(option("--warm-up", 0), readings - 1)
     var rates: [Bool: [Double]] = [false: [], true: []]
     var ratios: [Double] = []
+    // Readings and seconds of all rounds, per side: the rate over the whole run.
+    var totals: [Bool: (readings: Int, seconds: Double)] = [false: (0, 0), true: (0, 0)]
     for round in 1...rounds {
         var sides = try [withoutURL, withURL].enumerated().map { index, url in
             try IngestSide(
@@ -142,6 +145,8 @@ func ingest(withoutURL: String, withURL: String) throws {
         for side in sides {
             try side.connection.execute("VACUUM ANALYZE")
             rates[side.rollups, default: []].append(side.rate)
+            totals[side.rollups, default: (0, 0)].readings += side.readings
+            totals[side.rollups, default: (0, 0)].seconds += side.elapsed
             print(
                 String(
                     format: "round %d, rollups %@: %d readings (%d stored) in %.2f s = %.0f readings/s", round,
@@ -157,6 +162,10 @@ func ingest(withoutURL: String, withURL: String) throws {
         String(
             format: "median: off %.0f/s, on %.0f/s, on/off = %.1f %% (median of the rounds' on/off: %.1f %%)", off, on,
             on / off * 100, median(ratios) * 100))
+    let (offTotal, onTotal) = (totals[false] ?? (0, 0), totals[true] ?? (0, 0))
+    let (offRate, onRate) = (Double(offTotal.readings) / offTotal.seconds, Double(onTotal.readings) / onTotal.seconds)
+    print(
+        String(format: "all rounds: off %.0f/s, on %.0f/s, on/off = %.1f %%", offRate, onRate, onRate / offRate * 100))
 }
 
 func query(url: String) throws {
