@@ -1,7 +1,7 @@
 // outletd-bench: the figures of docs/ROLLUPS.md ("Benchmark"). Not a test.
 //
 //   outletd-bench ingest URL_WITHOUT URL_WITH [--outlets 100] [--readings 2000] [--rounds 3] [--batch-rows N]
-//                        [--warm-up 0]
+//                        [--warm-up 0] [--across-hour]
 //       Writes the same readings through BatchStore (batches of N rows, by default the daemon's
 //       `ingest.batch_max_rows`, i.e. the size of a batch under backlog) into
 //       two empty databases, one with the rollups switched off, one with them on; the timed
@@ -9,7 +9,9 @@
 //       round's ratio, the ratio of the medians with the median of the rounds' ratios, and the
 //       ratio over all rounds (all readings over all seconds of each side). With
 //       --warm-up K, each outlet's first K readings are written before the clock starts: the
-//       timed batches then find every outlet known (the steady state) instead of new.
+//       timed batches then find every outlet known (the steady state) instead of new. The readings
+//       end a minute before an hour starts; with --across-hour, an hour starts in the middle of
+//       the timed readings (see makeBatches).
 //   outletd-bench query URL [--samples 10000000] [--outlets 100] [--runs 200]
 //       Fills an empty database with raw samples (SQL generate_series, the last 30 days), builds
 //       the rollups with the rebuild SQL, then times the dashboards' "average and peak of one
@@ -42,10 +44,20 @@ func migratedConnection(_ url: String) throws -> PostgresConnection {
 
 /// Readings of `outlets` outlets every 10 s, most recent last, with 2 % repeated (replays): the
 /// first `warmUp` readings of each outlet, then the others, each in batches of `batchRows`.
-func makeBatches(deviceIDs: [Int32], readingsPerOutlet: Int, warmUp: Int, batchRows: Int)
+///
+/// Where the readings fall in the hour is fixed, not left to the clock: a batch whose readings
+/// cross an hour costs several times more (every outlet leaves the short way), and ten timed
+/// batches of 10,000 outlets span 500 s, so a run started in the last minutes of an hour had one
+/// such batch in ten, a run started later none. By default the readings end a minute before an
+/// hour starts (none of a window shorter than an hour crosses one); `acrossHour` puts an hour's
+/// start in the middle of the timed readings instead.
+func makeBatches(deviceIDs: [Int32], readingsPerOutlet: Int, warmUp: Int, batchRows: Int, acrossHour: Bool)
     -> (warmUp: [Batch], timed: [Batch])
 {
-    let end = Date().addingTimeInterval(-60)
+    let previousHour = (Date().timeIntervalSince1970 / 3_600).rounded(.down) * 3_600 - 3_600
+    let timedSeconds = Double(readingsPerOutlet - warmUp) * 10
+    let end = Date(
+        timeIntervalSince1970: acrossHour ? previousHour + (timedSeconds / 2).rounded(.down) : previousHour - 60)
     var samples: [DeviceSample] = []
     samples.reserveCapacity(deviceIDs.count * readingsPerOutlet)
     var firstTimed = 0
@@ -84,7 +96,9 @@ struct IngestSide {
 
     /// Empties the database, adds the outlets, writes the warm-up batches and leaves the tables
     /// vacuumed and analysed.
-    init(url: String, rollups: Bool, outlets: Int, readings: Int, warmUp: Int, batchRows: Int) throws {
+    init(url: String, rollups: Bool, outlets: Int, readings: Int, warmUp: Int, batchRows: Int, acrossHour: Bool)
+        throws
+    {
         let connection = try migratedConnection(url)
         try connection.execute(
             "TRUNCATE samples, device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored, power_rollups_daily_stored, rollup_tails"
@@ -95,7 +109,7 @@ struct IngestSide {
         let idRows = try connection.execute("SELECT id FROM devices ORDER BY id")
         let ids = try (0..<idRows.rowCount).compactMap { try idRows.int64(row: $0, column: 0).map(Int32.init) }
         let (warmUpBatches, batches) = makeBatches(
-            deviceIDs: ids, readingsPerOutlet: readings, warmUp: warmUp, batchRows: batchRows)
+            deviceIDs: ids, readingsPerOutlet: readings, warmUp: warmUp, batchRows: batchRows, acrossHour: acrossHour)
         let store = BatchStore(keepRejectedMessages: 0, pendingDevicesMax: 0, maintainsRollups: rollups)
         try store.prepareSession(connection)
         for batch in warmUpBatches { _ = try store.write(batch, to: connection) }
@@ -123,6 +137,7 @@ func ingest(withoutURL: String, withURL: String) throws {
     let rounds = option("--rounds", 3)
     let batchRows = option("--batch-rows", OutletdConfiguration().ingest.batchMaxRows)
     let warmUp = min(option("--warm-up", 0), readings - 1)
+    let acrossHour = CommandLine.arguments.contains("--across-hour")
     var rates: [Bool: [Double]] = [false: [], true: []]
     var ratios: [Double] = []
     // Readings and seconds of all rounds, per side: the rate over the whole run.
@@ -131,7 +146,7 @@ func ingest(withoutURL: String, withURL: String) throws {
         var sides = try [withoutURL, withURL].enumerated().map { index, url in
             try IngestSide(
                 url: url, rollups: index == 1, outlets: outlets, readings: readings, warmUp: warmUp,
-                batchRows: batchRows)
+                batchRows: batchRows, acrossHour: acrossHour)
         }
         defer { for side in sides { side.connection.close() } }
         // Both databases are in one state of the machine: the timed batches alternate between them
