@@ -5,11 +5,11 @@
 #   Benchmarks/statement-times.sh [OPTION…]    options of `outletd-bench ingest`
 #                                              (default: --outlets 10000 --readings 50 --rounds 3 --warm-up 1)
 #
-# The end-to-end on/off ratio of a 10,000-outlet run moves by ±10 points from run to run, mostly
-# with the move statement, which both databases run alike. Each statement's own server time
-# (summed over the run's batches, divided by its calls) is what tells two builds apart: run this
-# for each, alternately. Prints the ratio line of `outletd-bench`, then per database its statements,
-# slowest first: calls, ms in total, ms per call, the statement's start.
+# The on/off ratio of a 10,000-outlet round moves by ±10 points from round to round, mostly with
+# the move statement, which both databases run alike. Each statement's own server time (summed
+# over the run's batches, divided by its calls) is what tells two builds apart: run this for each,
+# alternately. Prints the ratio lines of `outletd-bench` (median, over all rounds), then per
+# database its statements, slowest first: calls, ms in total, ms per call, the statement's start.
 # (A run of 3 rounds with 1 warm-up batch is 33 batches per database.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +34,7 @@ done
 psql "$base/postgres" -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION pg_stat_statements" \
     -c "SELECT pg_stat_statements_reset()" >/dev/null
 
-"$bench" ingest "$base/bench_off" "$base/bench_on" "$@" | grep '^median'
+"$bench" ingest "$base/bench_off" "$base/bench_on" "$@" | grep -E '^(median|all rounds)'
 # (The rollups' statements all start with the same CTE: the next one's name tells them apart; the
 # chains' COPY has two column lists. Statements below 100 ms in total, e.g. the triggers of the
 # benchmark's set-up, are left out.)
