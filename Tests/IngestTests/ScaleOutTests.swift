@@ -134,6 +134,74 @@ import Testing
         try rollups.expectRollupsMatchFromScratch(url, timeZone: "Europe/Berlin", maxGapSeconds: 120)
     }
 
+    /// `outletd rollup rebuild` runs again and again while a writer stores readings of the same
+    /// outlets: two of them share a rollup lock stripe (ids 1024 apart), one has a stripe of its own.
+    /// The rollup locks serialise each rebuild chunk with the writer's batches, so totals, every
+    /// rollup row and every tail end equal to their recomputation from the raw samples.
+    @Test func aRebuildWhileTheWriterStoresLosesNothing() throws {
+        let rollups = RollupTests()
+        let (url, connection, _) = try rollups.setUp([], timeZone: "Europe/Berlin", maxGapSeconds: 120)
+        try DeviceStore(connection: connection).addMany(codes: (0..<1_026).map { String(format: "stripe-%04d", $0) })
+        let rows = try connection.execute("SELECT id, code FROM devices ORDER BY id")
+        let devices = try (0..<rows.rowCount).map {
+            (id: Int32(try rows.int64(row: $0, column: 0) ?? 0), code: rows[$0, 1] ?? "")
+        }
+        connection.close()
+        let outlets = [devices[0], devices[1], devices[1_024]]
+        #expect(outlets[0].id % 1_024 == outlets[2].id % 1_024)
+        var random = SplitMix64(seed: 11)
+        let start = Date(timeIntervalSince1970: 1_790_000_000)
+        var samples: [DeviceSample] = []
+        for outlet in outlets {
+            var at = start
+            for seq in 0..<1_200 {
+                let energy: Double? = outlet.id % 2 == 0 ? Double(seq) * 0.5 : nil
+                samples.append(rollups.sample(outlet.id, at, power: Double(random.next() % 3_000) / 10, energy: energy))
+                at = at.addingTimeInterval(Double(1 + random.next() % 9))
+            }
+        }
+        samples.sort { $0.reading.measuredAt < $1.reading.measuredAt }
+        let ordered = samples
+        let writing = Locked(true)
+        let failures = Locked<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { task in
+            do {
+                let connection = try PostgresConnection(connectionString: url)
+                defer { connection.close() }
+                if task == 0 {
+                    defer { writing.value = false }
+                    try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
+                    var generator = SplitMix64(seed: 12)
+                    var position = 0
+                    while position < ordered.count {
+                        let size = 1 + Int(generator.next() % 40)
+                        let end = min(ordered.count, position + size)
+                        try rollups.write(Array(ordered[position..<end]), connection, batchSize: size)
+                        position = end
+                    }
+                } else {
+                    let store = RollupStore(connection: connection)
+                    var rebuilds = 0
+                    while writing.value || rebuilds == 0 {
+                        for outlet in outlets {
+                            for target in try store.rebuildTargets(since: start, code: outlet.code) {
+                                try store.rebuild(target, chunkSeconds: 600)
+                            }
+                        }
+                        rebuilds += 1
+                    }
+                    #expect(rebuilds > 1, "the writer finished before a second rebuild")
+                }
+            } catch {
+                failures.value.append("task \(task): \(error)")
+            }
+        }
+        #expect(failures.value.isEmpty, "\(failures.value)")
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples") == ordered.count)
+        try rollups.expectRollupsMatchFromScratch(url, timeZone: "Europe/Berlin", maxGapSeconds: 120)
+        try rollups.expectTailsAreNewestSamples(url)
+    }
+
     // MARK: - Three processes, one killed
 
     /// Three `outletd run` processes in one share group. A disabled outlet is refused by all of them (each
