@@ -106,16 +106,7 @@ import Testing
             do {
                 let connection = try PostgresConnection(connectionString: url)
                 defer { connection.close() }
-                try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
-                var generator = SplitMix64(seed: seed &+ UInt64(writer))
-                var position = 0
-                let samples = splits[writer]
-                while position < samples.count {
-                    let size = 1 + Int(generator.next() % 60)
-                    let end = min(samples.count, position + size)
-                    try rollups.write(Array(samples[position..<end]), connection, batchSize: size)
-                    position = end
-                }
+                try Self.write(splits[writer], inBatchesOfUpTo: 60, seed: seed &+ UInt64(writer), rollups, connection)
             } catch {
                 failures.value.append("writer \(writer): \(error)")
             }
@@ -170,15 +161,7 @@ import Testing
                 defer { connection.close() }
                 if task == 0 {
                     defer { writing.value = false }
-                    try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
-                    var generator = SplitMix64(seed: 12)
-                    var position = 0
-                    while position < ordered.count {
-                        let size = 1 + Int(generator.next() % 40)
-                        let end = min(ordered.count, position + size)
-                        try rollups.write(Array(ordered[position..<end]), connection, batchSize: size)
-                        position = end
-                    }
+                    try Self.write(ordered, inBatchesOfUpTo: 40, seed: 12, rollups, connection)
                 } else {
                     let store = RollupStore(connection: connection)
                     var rebuilds = 0
@@ -200,6 +183,23 @@ import Testing
         #expect(try Harness.count(url, "SELECT count(*) FROM samples") == ordered.count)
         try rollups.expectRollupsMatchFromScratch(url, timeZone: "Europe/Berlin", maxGapSeconds: 120)
         try rollups.expectTailsAreNewestSamples(url)
+    }
+
+    /// Writes `samples` in order through the write path on `connection` (a session of its own), in
+    /// batches of 1 to `maxSize` readings, the sizes drawn from `seed`.
+    static func write(
+        _ samples: [DeviceSample], inBatchesOfUpTo maxSize: Int, seed: UInt64, _ rollups: RollupTests,
+        _ connection: PostgresConnection
+    ) throws {
+        try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
+        var generator = SplitMix64(seed: seed)
+        var position = 0
+        while position < samples.count {
+            let size = 1 + Int(generator.next() % UInt64(maxSize))
+            let end = min(samples.count, position + size)
+            try rollups.write(Array(samples[position..<end]), connection, batchSize: size)
+            position = end
+        }
     }
 
     // MARK: - Three processes, one killed
