@@ -7,8 +7,8 @@
 -- from more outlets than that failed with "out of shared memory" (SQLSTATE 53200, hint: increase
 -- max_locks_per_transaction) and was retried without end: with max_connections = 100, one batch of
 -- 20,000 outlets did (docs/ROLLUPS.md, "Locks"). Now a transaction holds at most 1024 of these
--- locks, whatever the size of the fleet, and taking them costs ~1 ms instead of ~10 ms for a batch
--- of 10,000 outlets.
+-- locks, whatever the size of the fleet. The statement taking them for a batch of 10,000 outlets
+-- took 3.1–3.9 ms of server time instead of 9.2 ms.
 --
 -- Two outlets in one stripe now wait for each other; they did anyway in practice: a full batch
 -- carries samples of most outlets, and two writers on shared outlets already wait for each other's

@@ -46,7 +46,7 @@ func migratedConnection(_ url: String) throws -> PostgresConnection {
 /// first `warmUp` readings of each outlet, then the others, each in batches of `batchRows`.
 ///
 /// Where the readings fall in the hour is fixed, not left to the clock: a batch whose readings
-/// cross an hour costs several times more (every outlet leaves the short way), and ten timed
+/// cross an hour costs several times more (most outlets leave the short ways), and ten timed
 /// batches of 10,000 outlets span 500 s, so a run started in the last minutes of an hour had one
 /// such batch in ten, a run started later none. By default the readings end a minute before an
 /// hour starts (none of a window shorter than an hour crosses one); `acrossHour` puts an hour's
