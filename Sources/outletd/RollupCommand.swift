@@ -49,6 +49,17 @@ struct RollupCommand: ParsableCommand {
                     total += written
                 }
                 print("rebuilt \(total) minute buckets of \(targets.count) outlets, and their hours and days")
+                if device == nil, let missing = try store.unmaintainedSince() {
+                    if try store.rebuilt(since: start) {
+                        print(
+                            "the samples stored without rollup maintenance (from \(Format.timestamp(missing))) "
+                                + "are in the rollups now")
+                    } else {
+                        print(
+                            "the rollups still miss samples stored without rollup maintenance: rebuild with "
+                                + "--since \(Format.timestamp(missing)) or earlier")
+                    }
+                }
             }
         }
     }

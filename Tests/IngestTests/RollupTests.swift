@@ -494,6 +494,64 @@ import Testing
         #expect(try Harness.count(url, "SELECT count(*) FROM rollup_tails WHERE device_id = \(ids[1])") == 0)
     }
 
+    /// `rollups.maintain: false`: batches store samples without touching the rollups and note the
+    /// earliest time they stored (a late reading included); a rebuild of every outlet from there
+    /// restates the rollups exactly and clears the note. Maintained batches in between start
+    /// afresh from the outlets' next samples, as the tails were dropped.
+    @Test func rollupsNotMaintainedMissTheSamplesUntilARebuildFromTheNotedTime() throws {
+        let (url, connection, ids) = try setUp(["plain", "counter"])
+        defer { connection.close() }
+        let start = RFC3339.date(from: "2026-06-01T10:00:00Z") ?? Date()
+        func readings(_ seconds: StrideThrough<Int>) -> [DeviceSample] {
+            seconds.flatMap { second in
+                let at = start.addingTimeInterval(Double(second))
+                return [
+                    sample(ids[0], at, power: 100 + Double(second % 70)),
+                    sample(ids[1], at, power: 60, energy: 1_000 + Double(second) / 60),
+                ]
+            }
+        }
+        try write(readings(stride(from: 0, through: 300, by: 10)), connection, batchSize: 7)
+        let rollups = RollupStore(connection: connection)
+        let maintained = try Harness.scalar(url, Self.rollupFingerprintSQL)
+
+        // Turned off: the open buckets go to the stored tables (the rollups read the same) and the
+        // tails are dropped.
+        try rollups.stopMaintaining()
+        #expect(try Harness.scalar(url, Self.rollupFingerprintSQL) == maintained)
+        #expect(try Harness.count(url, "SELECT count(*) FROM rollup_tails") == 0)
+        #expect(try rollups.unmaintainedSince() == nil)
+
+        // Five minutes stored without rollups, with a late reading from 10:02:05.5 among them.
+        let unmaintained = try PostgresConnection(connectionString: url)
+        defer { unmaintained.close() }
+        let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3, maintainsRollups: false)
+        try store.prepareSession(unmaintained)
+        let late = sample(ids[0], start.addingTimeInterval(125.5), power: 900)
+        for chunk in [
+            readings(stride(from: 310, through: 450, by: 10)) + [late],
+            readings(stride(from: 460, through: 600, by: 10)),
+        ] {
+            var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
+            batch.add(ClassifiedMessage(samples: chunk), of: RawMessage(topic: "t", payload: [], receivedAt: Date()))
+            #expect(try store.write(batch, to: unmaintained).inserted == chunk.count)
+        }
+        #expect(try Harness.scalar(url, Self.rollupFingerprintSQL) == maintained)
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 2 * 61 + 1)
+        let since = try rollups.unmaintainedSince()
+        #expect(since == start.addingTimeInterval(125), "rounded down to the second")
+
+        // Maintained again, then rebuilt: a rebuild from later than the note leaves it.
+        try write(readings(stride(from: 610, through: 720, by: 10)), connection, batchSize: 7)
+        let targets = try rollups.rebuildTargets(since: since ?? start, code: nil)
+        for target in targets { try rollups.rebuild(target) }
+        #expect(try rollups.rebuilt(since: start.addingTimeInterval(126)) == false)
+        #expect(try rollups.rebuilt(since: since ?? start))
+        #expect(try rollups.unmaintainedSince() == nil)
+        try expectRollupsMatchFromScratch(url, timeZone: "UTC", maxGapSeconds: 600)
+        try expectTailsAreNewestSamples(url)
+    }
+
     @Test func migrationKeepsExistingSamplesAndComputesTheirRollups() throws {
         let url = try TestStack.shared().createDatabase()
         let connection = try PostgresConnection(connectionString: url)

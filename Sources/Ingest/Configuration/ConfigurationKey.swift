@@ -248,6 +248,9 @@ extension ConfigurationKey {
         .int(
             "commands.inbox_max_messages", \.commands.inboxMaxMessages, 1...10_000_000,
             "set requests and state reports not yet handled before intake waits"),
+        .bool(
+            "rollups.maintain", \.rollups.maintain,
+            "maintain the rollups with every batch (false: raw samples only, rebuild later)"),
         .string("rollups.time_zone", \.rollups.timeZone, "IANA time zone of the daily rollups"),
         .double(
             "rollups.max_gap_seconds", \.rollups.maxGapSeconds, 1...604_800,

@@ -189,6 +189,10 @@ public struct OutletdConfiguration: Sendable, Equatable {
 
     /// The power rollups (docs/ROLLUPS.md). Changing either value calls for `outletd rollup rebuild`.
     public struct RollupSettings: Sendable, Equatable {
+        /// Whether each batch maintains the rollups in its transaction. False stores raw samples
+        /// and totals only (a bulk backfill, or measuring what rollups cost): the rollups and the
+        /// views over them go stale until `outletd rollup rebuild` restates them.
+        public var maintain = true
         /// IANA time zone of the day buckets (and of the hour buckets of half-hour zones).
         public var timeZone = "UTC"
         /// Consecutive samples further apart than this, seconds, add no integrated energy and no

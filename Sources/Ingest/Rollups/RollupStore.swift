@@ -49,6 +49,33 @@ public struct RollupStore {
         return previous
     }
 
+    /// Prepares the database for batches that do not maintain the rollups (`rollups.maintain:
+    /// false`): every open bucket goes to its stored table and every tail is dropped, so that when
+    /// rollups are maintained again each outlet starts afresh from its next sample
+    /// (`outletd_rollups_unmaintained`). The batches note what they miss (``unmaintainedSince()``).
+    public func stopMaintaining() throws {
+        try connection.transaction {
+            try connection.execute("SELECT outletd_rollups_unmaintained()")
+        }
+    }
+
+    /// The earliest time of a sample stored without rollup maintenance, rounded down to the second
+    /// (so that its RFC 3339 text, a `--since` for the rebuild, is not later): the rollups miss
+    /// that sample and what came after, until a rebuild from then. Nil when nothing is missing.
+    public func unmaintainedSince() throws -> Date? {
+        try connection.execute("SELECT date_trunc('second', unmaintained_since) FROM rollup_settings")
+            .date(row: 0, column: 0)
+    }
+
+    /// After a rebuild of every outlet from `since`: forgets ``unmaintainedSince()`` when the
+    /// rebuild covered it. Returns whether it did.
+    @discardableResult
+    public func rebuilt(since: Date) throws -> Bool {
+        let result = try connection.execute(
+            "UPDATE rollup_settings SET unmaintained_since = NULL WHERE unmaintained_since >= $1", [since])
+        return (result.affectedRows ?? 0) > 0
+    }
+
     /// What one maintenance pass did.
     public struct MaintenanceOutcome: Sendable, Equatable {
         public var partitionsCreated = 0

@@ -118,7 +118,8 @@ public final class IngestService: Service, Sendable {
                 foreign: ForeignReadings(router: router, registry: registry)),
             store: BatchStore(
                 keepRejectedMessages: configuration.rejections.keepMessages,
-                pendingDevicesMax: configuration.rejections.pendingDevicesMax),
+                pendingDevicesMax: configuration.rejections.pendingDevicesMax,
+                maintainsRollups: configuration.rollups.maintain),
             settings: BatchWriter.Settings(configuration), connectionString: configuration.database.url,
             metrics: metrics, logger: logger)
         writer.start()
@@ -299,7 +300,25 @@ public final class IngestService: Service, Sendable {
                         }
                     }
                     let settings = RollupStore.Settings(configuration)
-                    if let previous = try RollupStore(connection: connection).store(settings) {
+                    let rollups = RollupStore(connection: connection)
+                    if !configuration.rollups.maintain {
+                        try rollups.stopMaintaining()
+                        logger.warning(
+                            """
+                            rollups are not maintained (rollups.maintain: false): the rollup tables and the \
+                            dashboards' views miss the samples stored from now on, until `outletd rollup \
+                            rebuild` restates them
+                            """)
+                    } else if let since = try rollups.unmaintainedSince() {
+                        let text = ISO8601DateFormatter().string(from: since)
+                        logger.warning(
+                            """
+                            the rollups miss samples stored while they were not maintained (rollups.maintain: false): \
+                            run `outletd rollup rebuild --since \(text)` to restate them
+                            """,
+                            metadata: ["unmaintained_since": "\(text)"])
+                    }
+                    if let previous = try rollups.store(settings) {
                         logger.warning(
                             """
                             rollup settings changed; rollups stored before were computed with the old ones: \

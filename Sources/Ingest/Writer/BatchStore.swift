@@ -24,8 +24,9 @@ public struct BatchStore: Sendable {
 
     public var keepRejectedMessages: Int
     public var pendingDevicesMax: Int
-    /// Whether `write` maintains the power rollups. Always true in the daemon; false only to
-    /// measure what the rollups cost (`Benchmarks/`), which leaves them stale.
+    /// Whether `write` maintains the power rollups (`rollups.maintain`). Without, a batch notes
+    /// the earliest time it stored in `rollup_settings.unmaintained_since`, from where the rollups
+    /// are stale until `outletd rollup rebuild` (call ``RollupStore/stopMaintaining()`` first).
     public let maintainsRollups: Bool
 
     public init(keepRejectedMessages: Int, pendingDevicesMax: Int, maintainsRollups: Bool = true) {
@@ -95,6 +96,7 @@ public struct BatchStore: Sendable {
         try connection.prepare(name: Statement.mergeRollups, sql: Self.mergeRollupsSQL)
         try connection.prepare(name: Statement.recomputeRollups, sql: Self.recomputeRollupsSQL)
         try connection.prepare(name: Statement.refreshTails, sql: Self.refreshTailsSQL)
+        try connection.prepare(name: Statement.noteUnmaintained, sql: Self.noteUnmaintainedSQL)
     }
 
     /// A session-local table (`columns`, one per line) whose rows live for one transaction.
@@ -124,6 +126,7 @@ public struct BatchStore: Sendable {
         static let mergeRollups = "outletd_merge_rollups"
         static let recomputeRollups = "outletd_recompute_rollups"
         static let refreshTails = "outletd_refresh_tails"
+        static let noteUnmaintained = "outletd_note_unmaintained"
     }
 
     /// Writes the batch in one transaction, with `checkpoint` (the spool position just after the
@@ -173,6 +176,8 @@ public struct BatchStore: Sendable {
                 inserted = try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
                 if inserted > 0, let rollups {
                     try updateRollups(rollups, checkingClosedMinutes: checkingClosedMinutes, connection)
+                } else if inserted > 0, let earliest = batch.samples.lazy.map(\.reading.measuredAt).min() {
+                    try connection.executePrepared(name: Statement.noteUnmaintained, [earliest])
                 }
             }
             if !batch.rejectionCounts.isEmpty {
@@ -233,6 +238,14 @@ public struct BatchStore: Sendable {
     static func timestamp(_ microseconds: String) -> String {
         "timestamptz 'epoch' + \(microseconds) * interval '1 microsecond'"
     }
+
+    /// Notes that the rollups miss samples from `$1` on (a batch stored without maintaining them).
+    /// The row is written only when that is earlier than what it says, so a run of such batches
+    /// rewrites it once.
+    static let noteUnmaintainedSQL = """
+        UPDATE rollup_settings SET unmaintained_since = $1
+        WHERE unmaintained_since IS NULL OR unmaintained_since > $1::timestamptz
+        """
 
     /// Creates the missing daily partitions of `samples` for the days in `$1`; returns, besides, the
     /// rollups' maximum gap (which the writer's rollup deltas need, computed while the samples move).
