@@ -494,10 +494,10 @@ import Testing
         #expect(try Harness.count(url, "SELECT count(*) FROM rollup_tails WHERE device_id = \(ids[1])") == 0)
     }
 
-    /// `rollups.maintain: false`: batches store samples without touching the rollups and note the
-    /// earliest time they stored (a late reading included); a rebuild of every outlet from there
-    /// restates the rollups exactly and clears the note. Maintained batches in between start
-    /// afresh from the outlets' next samples, as the tails were dropped.
+    /// `rollups.maintain: false`: batches store samples without touching the rollups, drop their
+    /// outlets' tails and note from when the rollups miss samples: the earliest dropped tail (its
+    /// segment to the next sample belongs to its minute), or an earlier late reading. A rebuild of
+    /// every outlet from that note restates the rollups exactly and clears it.
     @Test func rollupsNotMaintainedMissTheSamplesUntilARebuildFromTheNotedTime() throws {
         let (url, connection, ids) = try setUp(["plain", "counter"])
         defer { connection.close() }
@@ -511,42 +511,43 @@ import Testing
                 ]
             }
         }
+        // Maintained up to 10:05:00.
         try write(readings(stride(from: 0, through: 300, by: 10)), connection, batchSize: 7)
         let rollups = RollupStore(connection: connection)
         let maintained = try Harness.scalar(url, Self.rollupFingerprintSQL)
 
-        // Turned off: the open buckets go to the stored tables (the rollups read the same) and the
-        // tails are dropped.
+        // Turned off: the open buckets go to the stored tables, and the rollups read the same.
         try rollups.stopMaintaining()
         #expect(try Harness.scalar(url, Self.rollupFingerprintSQL) == maintained)
-        #expect(try Harness.count(url, "SELECT count(*) FROM rollup_tails") == 0)
+        #expect(try Harness.count(url, "SELECT count(*) FROM rollup_tails WHERE open_day_start IS NULL") == 2)
         #expect(try rollups.unmaintainedSince() == nil)
 
-        // Five minutes stored without rollups, with a late reading from 10:02:05.5 among them.
+        // From 10:06:10 without rollups: the note is the tails' 10:05:00, then a late reading's
+        // 10:02:05.5 (rounded down to the second).
         let unmaintained = try PostgresConnection(connectionString: url)
         defer { unmaintained.close() }
         let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3, maintainsRollups: false)
         try store.prepareSession(unmaintained)
         let late = sample(ids[0], start.addingTimeInterval(125.5), power: 900)
-        for chunk in [
-            readings(stride(from: 310, through: 450, by: 10)) + [late],
-            readings(stride(from: 460, through: 600, by: 10)),
+        for (chunk, noted) in [
+            (readings(stride(from: 370, through: 450, by: 10)), 300.0),
+            (readings(stride(from: 460, through: 600, by: 10)) + [late], 125),
         ] {
             var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
             batch.add(ClassifiedMessage(samples: chunk), of: RawMessage(topic: "t", payload: [], receivedAt: Date()))
             #expect(try store.write(batch, to: unmaintained).inserted == chunk.count)
+            #expect(try rollups.unmaintainedSince() == start.addingTimeInterval(noted))
         }
         #expect(try Harness.scalar(url, Self.rollupFingerprintSQL) == maintained)
-        #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 2 * 61 + 1)
-        let since = try rollups.unmaintainedSince()
-        #expect(since == start.addingTimeInterval(125), "rounded down to the second")
+        #expect(try Harness.count(url, "SELECT count(*) FROM rollup_tails") == 0)
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 2 * 55 + 1)
 
         // Maintained again, then rebuilt: a rebuild from later than the note leaves it.
         try write(readings(stride(from: 610, through: 720, by: 10)), connection, batchSize: 7)
-        let targets = try rollups.rebuildTargets(since: since ?? start, code: nil)
-        for target in targets { try rollups.rebuild(target) }
-        #expect(try rollups.rebuilt(since: start.addingTimeInterval(126)) == false)
-        #expect(try rollups.rebuilt(since: since ?? start))
+        let since = try rollups.unmaintainedSince() ?? start
+        for target in try rollups.rebuildTargets(since: since, code: nil) { try rollups.rebuild(target) }
+        #expect(try rollups.rebuilt(since: since.addingTimeInterval(1)) == false)
+        #expect(try rollups.rebuilt(since: since))
         #expect(try rollups.unmaintainedSince() == nil)
         try expectRollupsMatchFromScratch(url, timeZone: "UTC", maxGapSeconds: 600)
         try expectTailsAreNewestSamples(url)

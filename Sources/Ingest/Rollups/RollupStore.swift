@@ -50,18 +50,24 @@ public struct RollupStore {
     }
 
     /// Prepares the database for batches that do not maintain the rollups (`rollups.maintain:
-    /// false`): every open bucket goes to its stored table and every tail is dropped, so that when
-    /// rollups are maintained again each outlet starts afresh from its next sample
-    /// (`outletd_rollups_unmaintained`). The batches note what they miss (``unmaintainedSince()``).
+    /// false`): every open bucket goes to its stored table, so that the tables hold all the
+    /// rollups had. Those batches then drop the tails of their outlets and note from when the
+    /// rollups miss samples (``unmaintainedSince()``); maintained batches later start each such
+    /// outlet afresh from its next sample.
     public func stopMaintaining() throws {
         try connection.transaction {
-            try connection.execute("SELECT outletd_rollups_unmaintained()")
+            try connection.execute(
+                """
+                SELECT outletd_rollups_close(array_agg(device_id ORDER BY device_id)) FROM rollup_tails
+                WHERE open_minute_start IS NOT NULL OR open_hour_start IS NOT NULL OR open_day_start IS NOT NULL
+                HAVING count(*) > 0
+                """)
         }
     }
 
-    /// The earliest time of a sample stored without rollup maintenance, rounded down to the second
-    /// (so that its RFC 3339 text, a `--since` for the rebuild, is not later): the rollups miss
-    /// that sample and what came after, until a rebuild from then. Nil when nothing is missing.
+    /// From when the rollups miss samples stored without rollup maintenance (the earliest reading
+    /// or dropped tail of such a batch), rounded down to the second so that its RFC 3339 text, a
+    /// `--since` for the rebuild, is not later. Nil when nothing is missing.
     public func unmaintainedSince() throws -> Date? {
         try connection.execute("SELECT date_trunc('second', unmaintained_since) FROM rollup_settings")
             .date(row: 0, column: 0)

@@ -24,9 +24,10 @@ public struct BatchStore: Sendable {
 
     public var keepRejectedMessages: Int
     public var pendingDevicesMax: Int
-    /// Whether `write` maintains the power rollups (`rollups.maintain`). Without, a batch notes
-    /// the earliest time it stored in `rollup_settings.unmaintained_since`, from where the rollups
-    /// are stale until `outletd rollup rebuild` (call ``RollupStore/stopMaintaining()`` first).
+    /// Whether `write` maintains the power rollups (`rollups.maintain`). Without, a batch drops
+    /// its outlets' tails and notes in `rollup_settings.unmaintained_since` from when the rollups
+    /// miss samples, until `outletd rollup rebuild` (``noteUnmaintainedSQL``; call
+    /// ``RollupStore/stopMaintaining()`` first).
     public let maintainsRollups: Bool
 
     public init(keepRejectedMessages: Int, pendingDevicesMax: Int, maintainsRollups: Bool = true) {
@@ -177,7 +178,8 @@ public struct BatchStore: Sendable {
                 if inserted > 0, let rollups {
                     try updateRollups(rollups, checkingClosedMinutes: checkingClosedMinutes, connection)
                 } else if inserted > 0, let earliest = batch.samples.lazy.map(\.reading.measuredAt).min() {
-                    try connection.executePrepared(name: Statement.noteUnmaintained, [earliest])
+                    let outlets = Array(Set(batch.samples.map(\.deviceID)))
+                    try connection.executePrepared(name: Statement.noteUnmaintained, [earliest, outlets])
                 }
             }
             if !batch.rejectionCounts.isEmpty {
@@ -239,12 +241,21 @@ public struct BatchStore: Sendable {
         "timestamptz 'epoch' + \(microseconds) * interval '1 microsecond'"
     }
 
-    /// Notes that the rollups miss samples from `$1` on (a batch stored without maintaining them).
-    /// The row is written only when that is earlier than what it says, so a run of such batches
-    /// rewrites it once.
+    /// For a batch stored without maintaining the rollups: drops the tails of its outlets (`$2`)
+    /// and notes that the rollups miss samples from the earliest of its readings (`$1`) and of
+    /// those tails. The segment from an outlet's tail to its next sample belongs to the tail's
+    /// minute, so a rebuild from the note restates it; with the tail gone, a maintained batch
+    /// later starts the outlet afresh instead of linking across samples the rollups never saw.
+    /// The note is written only when it moves earlier, and once every outlet's tail is gone the
+    /// delete finds nothing: a run of such batches costs little past its first.
     static let noteUnmaintainedSQL = """
-        UPDATE rollup_settings SET unmaintained_since = $1
-        WHERE unmaintained_since IS NULL OR unmaintained_since > $1::timestamptz
+        WITH dropped AS (
+            DELETE FROM rollup_tails WHERE device_id = ANY ($2::integer[]) RETURNING measured_at
+        ), earliest AS (
+            SELECT least($1::timestamptz, (SELECT min(measured_at) FROM dropped)) AS at
+        )
+        UPDATE rollup_settings SET unmaintained_since = e.at FROM earliest e
+        WHERE unmaintained_since IS NULL OR unmaintained_since > e.at
         """
 
     /// Creates the missing daily partitions of `samples` for the days in `$1`; returns, besides, the
