@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import MQTT
 import Postgres
 import Telemetry
@@ -248,6 +249,37 @@ import Testing
     }
 
     /// A command held for an offline outlet survives a restart of outletd and is sent when the outlet is back.
+    /// outletd stopping before its broker connection came up (a SIGTERM right after start): the relay
+    /// still handles the report it received, without the broker, and ends. It used to wait for the
+    /// broker for ever, and the daemon never exited (9 of 30 such starts hung).
+    @Test func relayStoppedBeforeTheBrokerConnectedHandlesWhatItHasAndEnds() async throws {
+        let setup = try Self.setup()
+        var configuration = setup.configuration
+        configuration.mqtt.url = "mqtt://127.0.0.1:1"
+        let client = try MQTTClient(
+            configuration: MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID)
+        ) { _ in }
+        let registry = DeviceRegistry()
+        registry.replaceAll([:])
+        let inbox = CommandInbox(maxEvents: 10)
+        let relay = CommandRelay(
+            inbox: inbox, registry: registry, client: client, settings: CommandRelay.Settings(configuration),
+            connectionString: setup.url, metrics: IngestMetrics(), logger: Logger(label: "test"))
+        relay.start()
+        let report = RawMessage(topic: "\(setup.prefix)/ghost-1/state", payload: Array("on".utf8), receivedAt: Date())
+        #expect(inbox.append(report, waitForCommit: false))
+        inbox.close()
+        let ended = Locked(false)
+        let finishing = Task {
+            await relay.finish()
+            ended.value = true
+        }
+        try await Harness.waitUntil(timeout: 10, "the relay ended") { ended.value }
+        await finishing.value
+        #expect(
+            try Harness.count(setup.url, "SELECT count(*) FROM rejection_counts WHERE reason = 'unknown_device'") == 1)
+    }
+
     @Test func pendingCommandSurvivesARestart() async throws {
         let setup = try Self.setup()
         let outlet = try SimulatedOutlet(code: "plug-1", prefix: setup.prefix)

@@ -105,8 +105,28 @@ public final class CommandRelay: Sendable {
                 connection?.close()
                 relay.pid.value = 0
             }
+            // Commands wait for the registry (codes) and the broker. When outletd stops before both are there, the
+            // reports and requests already received are still handled, without the broker (nothing is published
+            // while stopping), once the registry is loaded; waiting for the broker then would never end. Without a
+            // registry within `commitWaitSeconds` (the database is down) they are given up.
+            var stoppingSince: Date?
             while !relay.registry.isLoaded || !relay.client.isConnected {
                 if relay.inbox.isClosedAndDrained { return }
+                if relay.inbox.isClosed {
+                    if relay.registry.isLoaded { break }
+                    let since = stoppingSince ?? Date()
+                    stoppingSince = since
+                    if Date().timeIntervalSince(since) > CommandInbox.commitWaitSeconds {
+                        let left = relay.inbox.take(waitingUntil: Date())
+                        for case .message(_, let done?) in left { done.signal() }
+                        relay.logger.warning(
+                            "stopping before the outlet registry was loaded: reports and requests not handled",
+                            metadata: ["events": "\(left.count)"])
+                        return
+                    }
+                    Thread.sleep(forTimeInterval: 0.02)
+                    continue
+                }
                 _ = relay.client.waitUntilConnectedBlocking(timeout: .milliseconds(50))
                 if !relay.registry.isLoaded { Thread.sleep(forTimeInterval: 0.02) }
             }
@@ -120,7 +140,8 @@ public final class CommandRelay: Sendable {
                 do {
                     let connection = try currentConnection()
                     let store = CommandStore(connection: connection)
-                    if needsResume {
+                    // Unconfirmed commands are sent again once the broker is there, never while outletd stops.
+                    if needsResume && relay.client.isConnected && !relay.inbox.isClosed {
                         let unconfirmed = try store.unconfirmed(sentBy: settings.instanceID)
                         if !unconfirmed.isEmpty {
                             relay.logger.info(
