@@ -183,6 +183,57 @@ import Testing
         #expect(try await daemon.waitForExit(timeout: 60) == 0)
     }
 
+    /// `rollups.maintain: false` in the daemon: readings are stored without rollups and the daemon
+    /// says so; started again with rollups maintained, it names the rebuild to run, and that
+    /// rebuild puts every stored reading into the rollups and clears the note.
+    @Test func readingsStoredWithoutRollupsReachThemThroughTheRebuildTheDaemonNames() async throws {
+        let url = try Harness.migratedDatabase()
+        let configuration = try Harness.configuration(databaseURL: url)
+        let codes = ["meter-a", "meter-b", "meter-c"]
+        try Harness.register(codes, databaseURL: url)
+
+        let unmaintained = try OutletdProcess.start(
+            configuration, extraEnvironment: ["OUTLETD_ROLLUPS_MAINTAIN": "false"])
+        try await Harness.waitForStatus(configuration, "online")
+        let publisher = try Harness.publisher()
+        defer { publisher.stop() }
+        let start = Date().addingTimeInterval(-120)
+        for seq in 0..<10 {
+            for code in codes {
+                try publisher.publish(
+                    "\(configuration.mqtt.topicPrefix)/\(code)/telemetry",
+                    payload: Payloads.reading(ts: start.addingTimeInterval(Double(seq) * 5), seq: seq))
+            }
+        }
+        try await Harness.waitUntil(timeout: 30, "30 samples") {
+            try Harness.count(url, "SELECT count(*) FROM samples") == 30
+        }
+        unmaintained.signal(SIGTERM)
+        #expect(try await unmaintained.waitForExit(timeout: 60) == 0)
+        #expect(unmaintained.output.contains("rollups are not maintained"), "\(unmaintained.output)")
+        #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_minute") == 0)
+        #expect(
+            try Harness.count(url, "SELECT count(*) FROM rollup_settings WHERE unmaintained_since IS NOT NULL") == 1)
+
+        let maintained = try OutletdProcess.start(configuration)
+        try await Harness.waitUntil(timeout: 30, "the rebuild named") {
+            maintained.output.contains("rollup rebuild --since")
+        }
+        maintained.signal(SIGTERM)
+        #expect(try await maintained.waitForExit(timeout: 60) == 0)
+        let named = try #require(
+            maintained.output.firstRange(of: /rollup rebuild --since (\S+)`/).map { maintained.output[$0] })
+        let since = try #require(named.firstMatch(of: /--since (\S+)`/)?.1)
+
+        let rebuild = try TestStack.run(
+            [try OutletdProcess.executable(), "rollup", "rebuild", "--since", String(since)],
+            environment: ["OUTLETD_DATABASE_URL": url])
+        #expect(rebuild.contains("are in the rollups now"), "\(rebuild)")
+        #expect(try Harness.count(url, "SELECT sum(sample_count) FROM power_rollups_minute") == 30)
+        #expect(
+            try Harness.count(url, "SELECT count(*) FROM rollup_settings WHERE unmaintained_since IS NOT NULL") == 0)
+    }
+
     @Test func refusesToStartWithAnInvalidConfiguration() async throws {
         var configuration = try Harness.configuration(databaseURL: "postgresql://127.0.0.1:1/none")
         configuration.mqtt.url = "mqtt://127.0.0.1:1"
