@@ -44,20 +44,9 @@ fi
 
 # shellcheck source=Benchmarks/stack.sh
 . Benchmarks/stack.sh
-bench_stack throughput
-db=$OUTLETD_DATABASE_URL
-sql() { psql "$db" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
-sql "ALTER SYSTEM SET track_commit_timestamp = on" 2>/dev/null
-scripts/stack pg-restart "$dir" 0 >/dev/null
-export OUTLETD_LOGGING_LEVEL=warning OUTLETD_SPOOL_DIRECTORY=$dir/spool OUTLETD_HTTP_LISTEN=
-export OUTLETD_MQTT_SESSION_EXPIRY_SECONDS=0
-"$bin/outletd" migrate >/dev/null
-register_simulated_outlets "$outlets" bench
+bench_outletd_stack throughput "$outlets"
 sql "INSERT INTO devices (code, name) SELECT 'reg-' || i, 'registered only'
      FROM generate_series(1, greatest($registered - $outlets, 0)) i"
-
-now() { date +%s.%N; }
-calc() { python3 -c "print($1)"; }
 
 # publish RATE SECONDS: the simulator for SECONDS (RATE 0: as fast as it can); sets t0, t1.
 publish() {
