@@ -49,7 +49,7 @@ run() {
     local pid=$!
     pids+=("$pid")
     sleep 3
-    local t0 t1 acknowledged stored n
+    local t0 t1 acknowledged stored batches n
     t0=$(now)
     timeout -s INT "$run_seconds" "$bin/outletd" simulate --outlets "$outlets" --interval 0.000001 \
         >"$dir/simulate.log" 2>&1 || true
@@ -60,6 +60,8 @@ run() {
         sleep 0.2
     done
     stored=$(sql "SELECT count(*) FROM samples")
+    # Each batch is one transaction: how many the writer made, and their mean size.
+    batches=$(sql "SELECT count(DISTINCT xmin::text) FROM samples")
     n=$(sql "SELECT count(*) FROM samples
              WHERE pg_xact_commit_timestamp(xmin) BETWEEN to_timestamp($t0 + $warm) AND to_timestamp($t1)")
     kill -TERM "$pid"
@@ -70,8 +72,9 @@ run() {
     fi
     local label="$side rollups:"
     [ "$side" = warm-up ] && label="warm-up, not counted:"
-    printf '%-22s %7d readings/s committed (acknowledged %d, stored %d)\n' \
-        "$label" "$(calc "round($n / ($t1 - $t0 - $warm))")" "$acknowledged" "$stored"
+    printf '%-22s %7d readings/s committed (acknowledged %d, stored %d in %d batches of %d on average)\n' \
+        "$label" "$(calc "round($n / ($t1 - $t0 - $warm))")" "$acknowledged" "$stored" "$batches" \
+        "$(( stored / batches ))"
     if [ "$stored" -lt "$acknowledged" ]; then
         echo "rollup-cost: $(( acknowledged - stored )) acknowledged readings not stored after ${drain_seconds} s" >&2
         exit 1
