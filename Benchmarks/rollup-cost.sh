@@ -74,7 +74,7 @@ run() {
     [ "$side" = warm-up ] && label="warm-up, not counted:"
     printf '%-22s %7d readings/s committed (acknowledged %d, stored %d in %d batches of %d on average)\n' \
         "$label" "$(calc "round($n / ($t1 - $t0 - $warm))")" "$acknowledged" "$stored" "$batches" \
-        "$(( stored / batches ))"
+        "$(( stored / (batches > 0 ? batches : 1) ))"
     if [ "$stored" -lt "$acknowledged" ]; then
         echo "rollup-cost: $(( acknowledged - stored )) acknowledged readings not stored after ${drain_seconds} s" >&2
         exit 1
