@@ -56,13 +56,19 @@ public struct RollupStore {
     /// outlet afresh from its next sample.
     public func stopMaintaining() throws {
         try connection.transaction {
-            try connection.execute(
-                """
-                SELECT outletd_rollups_close(array_agg(device_id ORDER BY device_id)) FROM rollup_tails
-                WHERE open_minute_start IS NOT NULL OR open_hour_start IS NOT NULL OR open_day_start IS NOT NULL
-                HAVING count(*) > 0
-                """)
+            try closeOpenBuckets(
+                where: "open_minute_start IS NOT NULL OR open_hour_start IS NOT NULL OR open_day_start IS NOT NULL")
         }
+    }
+
+    /// Writes the open buckets of the outlets whose `rollup_tails` row matches `condition` to the
+    /// stored tables (`outletd_rollups_close`, which takes their rollup locks). Inside a transaction.
+    private func closeOpenBuckets(where condition: String, _ parameters: [(any PostgresBindable)?] = []) throws {
+        try connection.execute(
+            """
+            SELECT outletd_rollups_close(array_agg(device_id ORDER BY device_id)) FROM rollup_tails
+            WHERE \(condition) HAVING count(*) > 0
+            """, parameters)
     }
 
     /// From when the rollups miss samples stored without rollup maintenance (the earliest reading
@@ -123,11 +129,7 @@ public struct RollupStore {
         guard days > 0 else { return 0 }
         let parameters: [(any PostgresBindable)?] = [now, Int32(days)]
         return try connection.transaction {
-            try connection.execute(
-                """
-                SELECT outletd_rollups_close(array_agg(device_id ORDER BY device_id)) FROM rollup_tails
-                WHERE \(open)_start < $1::timestamptz - make_interval(days => $2) HAVING count(*) > 0
-                """, parameters)
+            try closeOpenBuckets(where: "\(open)_start < $1::timestamptz - make_interval(days => $2)", parameters)
             let result = try connection.execute(
                 """
                 DELETE FROM power_rollups_\(level)_stored
