@@ -249,29 +249,56 @@ public final class BatchWriter: Sendable {
             return device
         }
 
-        mutating func dropConnectionIfBroken(after error: any Error) {
+        /// Closes the connection when `error` says it is broken; returns whether it did.
+        @discardableResult
+        mutating func dropConnectionIfBroken(after error: any Error) -> Bool {
             let connectionProblem = (error as? PostgresError)?.isConnectionError ?? false
-            if connectionProblem || connection?.isHealthy == false {
-                connection?.close()
-                connection = nil
-            }
+            guard connectionProblem || connection?.isHealthy == false else { return false }
+            connection?.close()
+            connection = nil
+            return true
+        }
+
+        /// Whether the batch ending at `end` is committed already: its transaction stored that
+        /// position in `ingest_checkpoints`, and only this writer moves this instance's row forward.
+        func isCommitted(through end: SpoolPosition, _ connection: PostgresConnection) throws -> Bool {
+            guard let stored = try BatchStore.loadCheckpoint(of: settings.instanceID, connection) else { return false }
+            return stored.spoolID == writer.spool.identity && stored.position >= end
         }
 
         /// Writes the batch and the spool position `end` in one transaction, retrying until it is
         /// committed. Returns false only when shutting down and the flush timeout passed.
+        ///
+        /// A connection lost while the transaction ran leaves its outcome unknown: the `COMMIT` may have
+        /// reached the server and its answer been lost. Before writing the batch again the writer then
+        /// reads the checkpoint the transaction would have stored, and a batch found committed is not
+        /// written twice (rejection counts, stored rejections and pending codes are not idempotent).
         mutating func flush(_ batch: Batch, end: SpoolPosition) -> Bool {
             let checkpoint = SpoolCheckpoint(spoolID: writer.spool.identity, position: end)
             var backoff = Backoff(initial: 0.2, maximum: settings.reconnectDelayMax)
+            var outcomeUnknown = false
+            let firstAttempt = ContinuousClock.now
             while true {
                 noteShutdown()
                 do {
                     let connection = try currentConnection()
+                    if outcomeUnknown {
+                        if try isCommitted(through: end, connection) {
+                            // What the lost answer would have said is gone; the samples count as stored.
+                            writer.metrics.batchCommitted(
+                                stored: batch.samples.count, duplicates: 0, rejected: batch.rejectionCounts,
+                                seconds: Self.seconds(ContinuousClock.now - firstAttempt))
+                            writer.logger.notice(
+                                "the batch was committed before the database connection broke; not writing it again",
+                                metadata: ["messages": "\(batch.messageCount)", "checkpoint": "\(end)"])
+                            return true
+                        }
+                        outcomeUnknown = false
+                    }
                     let started = ContinuousClock.now
                     let outcome = try writer.store.write(
                         batch, to: connection, checkpoint: (settings.instanceID, checkpoint))
-                    let elapsed = ContinuousClock.now - started
-                    let seconds =
-                        Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                    let seconds = Self.seconds(ContinuousClock.now - started)
                     writer.metrics.batchCommitted(
                         stored: outcome.inserted, duplicates: outcome.duplicates, rejected: batch.rejectionCounts,
                         seconds: seconds)
@@ -288,7 +315,7 @@ public final class BatchWriter: Sendable {
                 } catch {
                     writer.metrics.databaseError()
                     let connectionProblem = (error as? PostgresError)?.isConnectionError ?? false
-                    dropConnectionIfBroken(after: error)
+                    if dropConnectionIfBroken(after: error) { outcomeUnknown = true }
                     let delay = backoff.nextDelay()
                     writer.logger.warning(
                         connectionProblem
@@ -301,6 +328,10 @@ public final class BatchWriter: Sendable {
                     sleepBeating(seconds: delay)
                 }
             }
+        }
+
+        static func seconds(_ duration: Duration) -> Double {
+            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         }
 
         /// Sleeps in short slices, beating the heartbeat: waiting for the database is not a stall.
