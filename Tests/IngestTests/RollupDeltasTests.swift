@@ -68,14 +68,16 @@ import Testing
         #expect(total.lastMicros == micros(70))
     }
 
-    /// Energy of one segment, by the rules of `outletd_minute_rollups`.
+    /// Energy of one segment, by the rules of `outletd_minute_rollups` (counters: `outletd_counter_energy`).
     @Test(
         arguments: [
             // (seconds apart, energy at start, energy at end, expected Wh, expected covered s)
             (30.0, nil, nil, 100.0 * 30 / 3600, 30.0),  // trapezoid of 100 W
             (900.0, nil, nil, 0.0, 0.0),  // longer than the gap: nothing
             (900.0, 10.0, 12.5, 2.5, 0.0),  // counter difference, whatever the gap
-            (30.0, 10.0, 3.0, 3.0, 30.0),  // a decrease is a reset: the new reading counts
+            (30.0, 10.0, 3.0, 3.0, 30.0),  // a decrease beyond the tolerance is a reset: the new reading counts
+            (30.0, 1_000.0, 999.99, 0.0, 30.0),  // back by a rounding step: jitter, nothing
+            (30.0, 6_294.0, 6_250.0, 0.0, 30.0),  // back by 0.7 %, restored behind after a power cut: jitter
             (30.0, 10.0, nil, 100.0 * 30 / 3600, 30.0),  // one end without counter: trapezoid
         ] as [(Double, Double?, Double?, Double, Double)])
     func segmentEnergy(seconds: Double, from: Double?, to: Double?, energy: Double, covered: Double) {
@@ -83,6 +85,19 @@ import Testing
             [sample(1, 0, 100, energy: from), sample(1, seconds, 100, energy: to)], maxGapSeconds: 600)
         #expect(abs(deltas.minutes[0].energyWattHours - energy) < 1e-12)
         #expect(deltas.minutes[0].coveredSeconds == covered)
+    }
+
+    /// (previous counter, next counter, Wh): an increase counts; a decrease of at most max(1 Wh, 1 % of the
+    /// previous value) is jitter; a larger one is a reset, and the new value is what was counted since.
+    static let counterCases: [(Double, Double, Double)] = [
+        (1_000, 1_000, 0), (1_000, 1_002.5, 2.5), (1_000, 999.99, 0), (1_000, 990, 0), (1_000, 989.9, 989.9),
+        (50, 49, 0), (50, 48.9, 48.9), (0.5, 0, 0), (1, 0, 0), (1.5, 0, 0), (2.5, 0.4, 0.4),
+        (6_294, 6_250, 0), (120_000, 118_900, 0), (120_000, 3, 3), (120_000, 0, 0),
+    ]
+
+    @Test(arguments: counterCases)
+    func counterEnergyTellsJitterFromAReset(from: Double, to: Double, energy: Double) {
+        #expect(abs(RollupDeltas.counterEnergy(from: from, to: to) - energy) < 1e-9)
     }
 
     @Test func equalPeaksKeepTheEarliestAndOutletsStaySeparate() {

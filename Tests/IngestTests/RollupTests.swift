@@ -213,7 +213,9 @@ import Testing
                            min(power_watts) AS min_power, max(power_watts) AS peak,
                            (array_agg(measured_at ORDER BY power_watts DESC, measured_at))[1] AS peak_at,
                            sum(CASE WHEN energy_wh IS NOT NULL AND next_energy IS NOT NULL
-                                    THEN greatest(next_energy - energy_wh, 0) + CASE WHEN next_energy < energy_wh THEN next_energy ELSE 0 END
+                                    THEN CASE WHEN next_energy >= energy_wh THEN next_energy - energy_wh
+                                              WHEN energy_wh - next_energy <= greatest(1, energy_wh / 100) THEN 0
+                                              ELSE next_energy END
                                     WHEN seconds <= \(maxGapSeconds) THEN (power_watts + next_power) / 2 * seconds / 3600
                                     ELSE 0 END) AS energy,
                            min(voltage_volts) AS min_v, max(voltage_volts) AS max_v,
@@ -343,6 +345,48 @@ import Testing
         let energy = Double(try Harness.scalar(url, "SELECT sum(energy_wh) FROM power_rollups_daily")) ?? 0
         #expect(abs(energy - (25 + 52.5 * 30 / 3_600)) < 1e-9)
         #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_minute WHERE energy_wh < 0") == 0)
+    }
+
+    /// The counter rule has two homes, `outletd_counter_energy` (SQL) and `RollupDeltas.counterEnergy`
+    /// (the writer's): they give the same energy for every case.
+    @Test func theCounterRuleIsTheSameInSQLAndInTheWriter() throws {
+        let url = try Harness.migratedDatabase()
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        for (from, to, energy) in RollupDeltasTests.counterCases {
+            let result = try connection.execute("SELECT outletd_counter_energy($1, $2)", [from, to])
+            let sql = try #require(try result.double(row: 0, column: 0))
+            #expect(abs(sql - energy) < 1e-9, "SQL, \(from) → \(to)")
+            #expect(abs(RollupDeltas.counterEnergy(from: from, to: to) - sql) < 1e-12, "Swift, \(from) → \(to)")
+        }
+    }
+
+    /// A counter that goes back by a rounding step adds nothing, whichever way the rollups see the segment:
+    /// inside a batch (the writer's deltas), across batches (the merge with the stored tail), and in a
+    /// rebuild from the raw samples (`outletd_minute_rollups`).
+    @Test(arguments: [1, 500])
+    func aCounterGoingBackByARoundingStepIsJitterNotAReset(batchSize: Int) throws {
+        let (url, connection, ids) = try setUp(["jitter"], maxGapSeconds: 600)
+        defer { connection.close() }
+        let start = RFC3339.date(from: "2026-06-01T10:00:00Z") ?? Date()
+        let counters = [1_000.00, 999.99, 1_000.50, 1_000.49, 1_001.00, 0.25]  // the last: a reboot, +0.25
+        let samples = counters.enumerated().map { index, energy in
+            sample(ids[0], start.addingTimeInterval(Double(index) * 40), power: 30, energy: energy)
+        }
+        try write(samples, connection, batchSize: batchSize)
+        let expected = 0.51 + 0.51 + 0.25
+        func dayEnergy() throws -> Double {
+            Double(try Harness.scalar(url, "SELECT sum(energy_wh) FROM power_rollups_daily")) ?? -1
+        }
+        let energy = try dayEnergy()
+        #expect(abs(energy - expected) < 1e-9, "\(energy) Wh")
+        try expectRollupsMatchFromScratch(url, timeZone: "UTC", maxGapSeconds: 600)
+        let store = RollupStore(connection: connection)
+        for target in try store.rebuildTargets(since: start.addingTimeInterval(-60), code: "jitter") {
+            try store.rebuild(target)
+        }
+        let rebuilt = try dayEnergy()
+        #expect(abs(rebuilt - expected) < 1e-9, "after a rebuild: \(rebuilt) Wh")
     }
 
     @Test func aGapLongerThanTheMaximumAddsNoEnergyAndALateReadingSplitsIt() throws {

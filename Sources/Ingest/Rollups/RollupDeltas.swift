@@ -59,6 +59,15 @@ struct RollupDeltas: Equatable {
 
     static let microsPerMinute: Int64 = 60_000_000
 
+    /// The energy, Wh, between two readings of an outlet's cumulative counter (`outletd_counter_energy`,
+    /// migration 16): the increase; nothing for a decrease of at most max(1 Wh, 1 % of `from`), which is
+    /// jitter (a rounding step, a counter restored a little behind); `to` after a larger decrease, a reset
+    /// (the counter counts again from zero).
+    static func counterEnergy(from: Double, to: Double) -> Double {
+        if to >= from { return to - from }
+        return from - to <= max(1, from * 0.01) ? 0 : to
+    }
+
     /// A sample's place in the batch, with what it is sorted by (16 bytes, not the whole sample).
     struct Key {
         var micros: Int64
@@ -261,7 +270,7 @@ extension RollupDeltas.Minute {
     }
 
     /// Adds the segment from a sample of this minute to the outlet's next sample: the counter
-    /// difference when both carry one (a decrease is a reset), else the trapezoid when the segment
+    /// difference when both carry one (``RollupDeltas/counterEnergy(from:to:)``), else the trapezoid when the segment
     /// is no longer than the maximum gap (`outletd_minute_rollups`).
     mutating func addSegment(from start: RollupDeltas.Point, to end: RollupDeltas.Point, maxGapSeconds: Double) {
         let seconds = Double(end.micros - start.micros) / 1_000_000
@@ -271,7 +280,7 @@ extension RollupDeltas.Minute {
             coveredSeconds += seconds
         }
         if let from = start.energyWattHours, let to = end.energyWattHours {
-            energyWattHours += to >= from ? to - from : to
+            energyWattHours += RollupDeltas.counterEnergy(from: from, to: to)
         } else if covered {
             energyWattHours += (start.powerWatts + end.powerWatts) / 2 * seconds / 3600
         }

@@ -496,14 +496,13 @@ extension BatchStore {
     /// The segment from an outlet's tail to its first new sample (columns `seconds` between them,
     /// `tail_power_watts`, `first_power_watts`, `tail_energy_wh`, `first_energy_wh`; `$1` the maximum
     /// gap): its power integral, the seconds it covers, its energy (from the counters when both
-    /// samples have one, a decrease being a reset; else integrated; nothing over a longer gap).
+    /// samples have one, `outletd_counter_energy`; else integrated; nothing over a longer gap).
     private static let linkIntegral =
         "CASE WHEN seconds <= $1 THEN (tail_power_watts + first_power_watts) / 2 * seconds ELSE 0 END"
     private static let linkCovered = "CASE WHEN seconds <= $1 THEN seconds ELSE 0 END"
     private static let linkEnergy = """
         CASE WHEN tail_energy_wh IS NOT NULL AND first_energy_wh IS NOT NULL
-                 THEN CASE WHEN first_energy_wh >= tail_energy_wh THEN first_energy_wh - tail_energy_wh
-                           ELSE first_energy_wh END
+                 THEN outletd_counter_energy(tail_energy_wh, first_energy_wh)
              WHEN seconds <= $1 THEN (tail_power_watts + first_power_watts) / 2 * seconds / 3600
              ELSE 0 END
         """
