@@ -83,6 +83,7 @@ extension NativeProtocol {
             }
             var result = DecodedMessage()
             result.readings.reserveCapacity(elements.count)
+            var times = Set<Date>()
             for (index, element) in elements.enumerated() {
                 guard case .object(let members) = element else {
                     result.rejections.append(
@@ -94,8 +95,15 @@ extension NativeProtocol {
                     )
                     continue
                 }
-                let decoded = context.decodeElement(ReadingMembers(members), index: index)
-                result.readings += decoded.readings
+                let decoded = context.decodeElement(ReadingMembers(members), index: index, of: elements.count)
+                for reading in decoded.readings {
+                    // Two readings at one time are one row: the first in the array is kept.
+                    if times.insert(reading.measuredAt).inserted {
+                        result.readings.append(reading)
+                    } else {
+                        result.duplicates += 1
+                    }
+                }
                 result.rejections += decoded.rejections
             }
             return result
@@ -207,9 +215,10 @@ private struct DecodingContext {
         arrayWindow = (now - max(limits.maxBackfill, limits.maxClockSkew), now + limits.maxClockSkew)
     }
 
-    func decodeElement(_ members: ReadingMembers, index: Int?) -> DecodedMessage {
+    /// Decodes a single object (`index` nil) or element `index` of an array of `count` elements.
+    func decodeElement(_ members: ReadingMembers, index: Int?, of count: Int = 1) -> DecodedMessage {
         do throws(ReadingFailure) {
-            return DecodedMessage(readings: [try reading(from: members, isArrayElement: index != nil)])
+            return DecodedMessage(readings: [try reading(from: members, index: index, of: count)])
         } catch {
             return DecodedMessage(rejections: [Rejection(reason: error.reason, detail: error.detail, index: index)])
         }
@@ -217,7 +226,7 @@ private struct DecodingContext {
 
     /// Checks fields in a fixed order (voltage, current, power, pf, energy_wh, seq, ts) and reports the first
     /// problem only, so one bad element yields exactly one rejection.
-    private func reading(from members: ReadingMembers, isArrayElement: Bool) throws(ReadingFailure) -> Reading {
+    private func reading(from members: ReadingMembers, index: Int?, of count: Int) throws(ReadingFailure) -> Reading {
         let voltage = try checked(
             required(members, .voltage), "voltage", unit: "V", within: limits.voltageVolts)
         let current = try checked(
@@ -242,9 +251,14 @@ private struct DecodingContext {
         let sequence = try self.sequence(members)
         let deviceTime = try self.deviceTime(members)
 
-        var measuredAt = receivedAt
+        // Without a usable device time, element `index` of `count` is dated `count - 1 - index` µs before the
+        // receive time: readings buffered in one message keep their order and never share a time.
+        let earlierMicroseconds = count - 1 - (index ?? 0)
+        var measuredAt =
+            earlierMicroseconds == 0
+            ? receivedAt : receivedAt.addingTimeInterval(-Double(earlierMicroseconds) / 1_000_000).roundedToMicroseconds
         if let deviceTime {
-            let window = isArrayElement ? arrayWindow : singleWindow
+            let window = index != nil ? arrayWindow : singleWindow
             let seconds = deviceTime.timeIntervalSince1970
             if seconds >= window.lower && seconds <= window.upper {
                 measuredAt = deviceTime

@@ -51,20 +51,35 @@ public enum ShellyGen1Protocol {
         return .success(value)
     }
 
-    /// A reading from `relay/<n>/power` (W) and the last known `relay/<n>/energy` (watt-minutes ÷ 60 → Wh).
-    /// The Plug S has no voltage or current: power alone is stored.
+    /// The value of `relay/<n>/power`, W: a number; `null` or an empty payload is no power (`missing_field`).
+    public static func power(_ payload: [UInt8]) -> Result<Double, Rejection> {
+        switch number(payload) {
+        case .failure(let rejection): .failure(rejection)
+        case .success(nil): .failure(Rejection(reason: .missingField, detail: "power is null"))
+        case .success(let watts?): .success(watts)
+        }
+    }
+
+    /// A reading from a poll's `relay/<n>/power` (W) and `relay/<n>/energy` (watt-minutes ÷ 60 → Wh; see
+    /// ``ShellyGen1Polls``). The Plug S has no voltage or current: power alone is stored.
+    public static func reading(
+        powerWatts: Double, energyWattMinutes: Double?, receivedAt: Date, limits: ValidationLimits
+    ) -> DecodedMessage {
+        ReadingBuilder.message(
+            ReadingBuilder.build(
+                powerWatts: powerWatts, voltageVolts: nil, currentAmperes: nil, powerFactor: nil,
+                energyWattHours: energyWattMinutes.map { $0 / 60 }, deviceTime: nil, receivedAt: receivedAt,
+                limits: limits))
+    }
+
+    /// ``reading(powerWatts:energyWattMinutes:receivedAt:limits:)`` from the power message's payload.
     public static func reading(
         powerPayload: [UInt8], energyWattMinutes: Double?, receivedAt: Date, limits: ValidationLimits
     ) -> DecodedMessage {
-        switch number(powerPayload) {
-        case .failure(let rejection): return DecodedMessage(rejections: [rejection])
-        case .success(nil): return .rejected(.missingField, "power is null")
-        case .success(let watts?):
-            return ReadingBuilder.message(
-                ReadingBuilder.build(
-                    powerWatts: watts, voltageVolts: nil, currentAmperes: nil, powerFactor: nil,
-                    energyWattHours: energyWattMinutes.map { $0 / 60 }, deviceTime: nil, receivedAt: receivedAt,
-                    limits: limits))
+        switch power(powerPayload) {
+        case .failure(let rejection): DecodedMessage(rejections: [rejection])
+        case .success(let watts):
+            reading(powerWatts: watts, energyWattMinutes: energyWattMinutes, receivedAt: receivedAt, limits: limits)
         }
     }
 

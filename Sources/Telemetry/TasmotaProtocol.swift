@@ -90,15 +90,20 @@ public enum TasmotaProtocol {
 
     // MARK: - Readings
 
-    /// Decodes `tele/<t>/SENSOR` or `stat/<t>/STATUS8` (`{"StatusSNS":{…}}`) for relay `channel` (1-based).
+    /// Decodes `tele/<t>/SENSOR` or `stat/<t>/STATUS8` (`{"StatusSNS":{…}}`) for relay `channel` (1-based), one
+    /// of `channelCount` relays of the device registered as outlets, the lowest of them `meterChannel`.
     ///
-    /// `ENERGY` values that are arrays are indexed by channel; `Voltage` (shared) applies to every channel; other
-    /// scalars are ignored when `channelCount` > 1 (a summed `Total` is no one relay's energy, a single `Power` is
-    /// no one relay's power).
+    /// `ENERGY` values that are arrays are indexed by channel; `Voltage` (shared) applies to every channel. When
+    /// `Power` is an array (a meter per relay), other scalars are no one relay's value (a summed `Total`) and are
+    /// ignored. When `Power` is a number on a device with several registered relays, the device has one meter:
+    /// its reading belongs to the lowest registered relay (`meterChannel`) and is no reading of the others
+    /// (``IgnoredKind/meterOfAnotherChannel``). A `SENSOR` without `ENERGY` (a device whose sensors are not a
+    /// meter) is ``IgnoredKind/noMeter``.
     /// `Total` is kWh (stored as Wh). `Time` without a UTC offset is device local time: it is ignored and the
     /// receive time is stored (rule 6); with an offset or as an epoch number it is used when within the skew.
     public static func decodeSensor(
-        _ payload: [UInt8], channel: Int = 1, channelCount: Int = 1, receivedAt: Date, limits: ValidationLimits
+        _ payload: [UInt8], channel: Int = 1, channelCount: Int = 1, meterChannel: Int? = nil, receivedAt: Date,
+        limits: ValidationLimits
     ) -> DecodedMessage {
         let root: [String: JSONValue]
         switch PayloadText.object(payload, limits: limits) {
@@ -108,7 +113,13 @@ public enum TasmotaProtocol {
         var body = root
         if case .object(let wrapped)? = root["StatusSNS"] { body = wrapped }
         guard case .object(let energy)? = body["ENERGY"] else {
-            return .rejected(.missingField, "no ENERGY object")
+            return .ignored(.noMeter)
+        }
+        var perRelayMeters = false
+        if case .array? = energy["Power"] { perRelayMeters = true }
+        let oneMeterForSeveral = channelCount > 1 && !perRelayMeters
+        if oneMeterForSeveral && channel != (meterChannel ?? 1) {
+            return .ignored(.meterOfAnotherChannel)
         }
         func value(_ key: String, shared: Bool = false) -> Double? {
             switch energy[key] {
@@ -116,7 +127,7 @@ public enum TasmotaProtocol {
                 guard channel >= 1, channel <= items.count else { return nil }
                 return PayloadText.number(items[channel - 1])
             case let scalar?:
-                guard shared || channelCount <= 1 else { return nil }
+                guard shared || channelCount <= 1 || oneMeterForSeveral else { return nil }
                 return PayloadText.number(scalar)
             case nil:
                 return nil

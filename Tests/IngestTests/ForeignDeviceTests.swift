@@ -70,13 +70,17 @@ struct ForeignDeviceTests {
         let pattern = "\(TestStack.uniqueName("emoncms"))/factory/%topic%/%prefix%/"
         let otherTopic = TestStack.uniqueName("pow")
         try add(.init(code: "tas-emon", outletProtocol: .tasmota, protocolTopic: otherTopic, fullTopic: pattern))
+        // Two relays, one meter (its Power a number): the meter's reading is relay 1's.
+        let dualTopic = TestStack.uniqueName("dual_")
+        try add(.init(code: "dual-1", outletProtocol: .tasmota, protocolTopic: dualTopic, channel: 1))
+        try add(.init(code: "dual-2", outletProtocol: .tasmota, protocolTopic: dualTopic, channel: 2))
         let device = try ScriptedDevice(commandFilter: "cmnd/\(topic)/+") { commandTopic, payload in
             let relay = commandTopic.split(separator: "/").last.map(String.init) ?? "POWER"
             guard !payload.isEmpty else { return [] }
             return [("stat/\(topic)/RESULT", #"{"\#(relay)":"\#(payload)"}"#), ("stat/\(topic)/\(relay)", payload)]
         }
         defer { device.stop() }
-        try await Harness.withService(configuration) { _ in
+        try await Harness.withService(configuration) { service in
             let publisher = try Harness.publisher()
             defer { publisher.stop() }
             // Tasmota's own empty POWER query on connect is not a command (outletd does not even read cmnd/).
@@ -95,11 +99,29 @@ struct ForeignDeviceTests {
             try await publisher.publishAcknowledged(
                 TasmotaProtocol.topic(fullTopic: pattern, prefix: "stat", deviceTopic: otherTopic, suffix: "POWER"),
                 payload: Array("ON".utf8))
-            try await Harness.waitUntil(timeout: 10, "three samples and state") {
-                try Harness.count(url, "SELECT count(*) FROM samples") == 3
-                    && Harness.scalar(url, "SELECT string_agg(reported_state, ',' ORDER BY code) FROM devices")
+            try await publisher.publishAcknowledged(
+                "tele/\(dualTopic)/SENSOR",
+                payload: Array(
+                    #"{"Time":"2024-05-01T12:00:00","ENERGY":{"TotalStartTime":"2024-01-01T00:00:00","Total":2.5,"Yesterday":1,"Today":0.5,"Period":3,"Power":45,"ApparentPower":50,"ReactivePower":20,"Factor":0.9,"Voltage":229,"Current":0.2}}"#
+                        .utf8))
+            // A sensor that is no meter, on the same device: no reading, no rejection.
+            try await publisher.publishAcknowledged(
+                "tele/\(dualTopic)/SENSOR",
+                payload: Array(#"{"Time":"2024-05-01T12:00:05","DS18B20":{"Temperature":23.5},"TempUnit":"C"}"#.utf8))
+            try await Harness.waitUntil(timeout: 10, "four samples and state") {
+                try Harness.count(url, "SELECT count(*) FROM samples") == 4
+                    && Harness.scalar(
+                        url,
+                        "SELECT string_agg(reported_state, ',' ORDER BY code) FROM devices WHERE code LIKE 'tas-%'")
                         == "off,on,on"
             }
+            #expect(
+                try Harness.scalar(
+                    url,
+                    "SELECT d.code, s.power_watts, s.energy_wh FROM samples s JOIN devices d ON d.id = s.device_id WHERE d.code LIKE 'dual-%'"
+                ) == "dual-1|45|2500")
+            #expect(try Harness.count(url, "SELECT count(*) FROM rejection_counts") == 0)
+            #expect(service.metrics.snapshot().ignored[.noMeter] == 1)
             #expect(
                 try Harness.scalar(
                     url,
@@ -112,9 +134,10 @@ struct ForeignDeviceTests {
                     """
                     SELECT string_agg(d.code || ':' || s.power_watts || ':' || coalesce(s.current_amperes::text, '-')
                         || ':' || s.voltage_volts || ':' || coalesce(s.energy_wh::text, '-'), ',' ORDER BY d.code)
-                    FROM samples s JOIN devices d ON d.id = s.device_id WHERE d.code <> 'tas-emon'
+                    FROM samples s JOIN devices d ON d.id = s.device_id WHERE d.code IN ('tas-1', 'tas-2')
                     """) == "tas-1:10:0.05:230:-,tas-2:20:-:230:-")
-            #expect(try Harness.scalar(url, "SELECT bool_and(online) FROM devices WHERE code <> 'tas-emon'") == "t")
+            #expect(
+                try Harness.scalar(url, "SELECT bool_and(online) FROM devices WHERE code IN ('tas-1', 'tas-2')") == "t")
             _ = try Harness.scalar(url, "SELECT request_switch('tas-2', false, 'test')")
             try await Harness.waitUntil(timeout: 10, "command confirmed") {
                 try Harness.scalar(url, "SELECT status FROM commands") == "confirmed"
@@ -175,17 +198,24 @@ struct ForeignDeviceTests {
             defer { publisher.stop() }
             try await publisher.publishAcknowledged("shellies/\(id)/online", payload: Array("true".utf8))
             try await publisher.publishAcknowledged("shellies/\(id)/relay/0", payload: Array("on".utf8))
-            try await publisher.publishAcknowledged("shellies/\(id)/relay/0/energy", payload: Array("600".utf8))
-            try await publisher.publishAcknowledged("shellies/\(id)/relay/0/power", payload: Array("20.58".utf8))
-            try await Harness.waitUntil(timeout: 10, "a sample and state") {
-                try Harness.count(url, "SELECT count(*) FROM samples") == 1
+            // Two polls in the firmware's order: power, then the counter (watt-minutes) of the same poll.
+            for (power, energy) in [("20.58", "600"), ("21", "630")] {
+                try await publisher.publishAcknowledged("shellies/\(id)/relay/0/power", payload: Array(power.utf8))
+                try await publisher.publishAcknowledged("shellies/\(id)/relay/0/energy", payload: Array(energy.utf8))
+            }
+            try await Harness.waitUntil(timeout: 10, "two samples and state") {
+                try Harness.count(url, "SELECT count(*) FROM samples") == 2
                     && Harness.scalar(url, "SELECT reported_state, online FROM devices") == "on|t"
             }
             #expect(
                 try Harness.scalar(
                     url,
-                    "SELECT power_watts, energy_wh, voltage_volts IS NULL, current_amperes IS NULL FROM samples")
-                    == "20.58|10|t|t")
+                    """
+                    SELECT string_agg(power_watts || ':' || energy_wh || ':' || (voltage_volts IS NULL)
+                                      || ':' || (current_amperes IS NULL), ',' ORDER BY measured_at)
+                    FROM samples
+                    """) == "20.58:10:true:true,21:10.5:true:true")
+            #expect(try Harness.count(url, "SELECT count(*) FROM rejection_counts") == 0)
             _ = try Harness.scalar(url, "SELECT request_switch('plug-s', false, 'test')")
             try await Harness.waitUntil(timeout: 10, "command confirmed") {
                 try Harness.scalar(url, "SELECT status FROM commands") == "confirmed"
@@ -218,10 +248,16 @@ struct ForeignDeviceTests {
         }
         defer { device.stop() }
         #expect(replyTopic.hasSuffix("/shelly/rpc"))
-        try await Harness.withService(configuration) { _ in
+        try await Harness.withService(configuration) { service in
             let publisher = try Harness.publisher()
             defer { publisher.stop() }
             try await publisher.publishAcknowledged("\(prefix)/online", payload: Array("true".utf8))
+            // The once-a-minute counter update before any power is known: no reading, and no rejection.
+            try await publisher.publishAcknowledged(
+                "\(prefix)/events/rpc",
+                payload: Array(
+                    #"{"src":"x","method":"NotifyStatus","params":{"ts":\#(Date().timeIntervalSince1970),"switch:0":{"id":0,"aenergy":{"total":0.1,"by_minute":[0,0,0],"minute_ts":1}}}}"#
+                        .utf8))
             let status =
                 #"{"id":0,"source":"switch","output":false,"apower":0,"voltage":238.215,"current":0,"aenergy":{"total":0.134,"by_minute":[0,0,0],"minute_ts":1632600459},"temperature":{"tC":49.5,"tF":121.1}}"#
             try await publisher.publishAcknowledged("\(prefix)/status/switch:0", payload: Array(status.utf8))
@@ -249,6 +285,7 @@ struct ForeignDeviceTests {
                 try Harness.scalar(
                     url, "SELECT power_watts, voltage_volts, energy_wh FROM samples ORDER BY measured_at DESC LIMIT 1")
                     == "12.5|238.215|0.134")
+            #expect(service.metrics.snapshot().ignored[.energyOnly] == 1)
             _ = try Harness.scalar(url, "SELECT request_switch('plus', true, 'test')")
             try await Harness.waitUntil(timeout: 10, "command confirmed") {
                 try Harness.scalar(url, "SELECT status FROM commands") == "confirmed"
@@ -263,5 +300,6 @@ struct ForeignDeviceTests {
             try Harness.scalar(url, "SELECT reason FROM commands ORDER BY id DESC LIMIT 1")
                 == "device error -103: Invalid argument")
         #expect(try Harness.scalar(url, "SELECT reported_state FROM devices") == "on")
+        #expect(try Harness.count(url, "SELECT count(*) FROM rejection_counts") == 0)
     }
 }

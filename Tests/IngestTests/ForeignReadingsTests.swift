@@ -64,19 +64,78 @@ import Testing
         #expect(disabled.samples.isEmpty && disabled.rejections.map(\.reason) == [.unknownDevice])
     }
 
-    @Test func gen1EnergyIsAttachedToTheNextPower() {
+    /// A Gen1 poll publishes `relay/0/power` then `relay/0/energy`: the sample waits for its own poll's counter.
+    @Test func gen1SampleCarriesItsOwnPollsCounter() {
         let classifier = classifier(Self.registry())
-        #expect(
-            classify(classifier, "shellies/shellyplug-s-1/relay/0/power", "5").samples.first?.reading.energyWattHours
-                == nil)
-        #expect(classify(classifier, "shellies/shellyplug-s-1/relay/0/energy", "120").samples.isEmpty)
-        let reading = classify(classifier, "shellies/shellyplug-s-1/relay/0/power", "7.5").samples.first?.reading
-        #expect(reading?.powerWatts == 7.5 && reading?.energyWattHours == 2 && reading?.voltageVolts == nil)
-        // A reboot resets the counter: stored as reported (the rollups read a decrease as a reset).
-        _ = classify(classifier, "shellies/shellyplug-s-1/relay/0/energy", "0")
-        #expect(
-            classify(classifier, "shellies/shellyplug-s-1/relay/0/power", "7.5").samples.first?.reading.energyWattHours
-                == 0)
+        let topic = "shellies/shellyplug-s-1/relay/0"
+        let opened = classify(classifier, "\(topic)/power", "5")
+        #expect(opened.samples.isEmpty && opened.rejections.isEmpty && opened.ignored.isEmpty)
+        #expect(classifier.isHolding)
+        let first = classify(classifier, "\(topic)/energy", "120", at: 0.001).samples.map(\.reading)
+        #expect(first.map(\.powerWatts) == [5] && first.map(\.energyWattHours) == [2])
+        #expect(first.first?.measuredAt == now && first.first?.voltageVolts == nil)
+        #expect(!classifier.isHolding)
+        // A reboot resets the counter: stored as reported (the rollups read a large decrease as a reset).
+        _ = classify(classifier, "\(topic)/power", "7.5", at: 30)
+        let second = classify(classifier, "\(topic)/energy", "0", at: 30.001).samples.map(\.reading)
+        #expect(second.map(\.powerWatts) == [7.5] && second.map(\.energyWattHours) == [0])
+        // A power whose energy never comes is stored without, once a message a window later is read.
+        _ = classify(classifier, "\(topic)/power", "9", at: 60)
+        let later = classify(classifier, "tele/pow1/SENSOR", #"{"ENERGY":{"Power":[1,2]}}"#, at: 62)
+        #expect(later.samples.map(\.deviceID) == [3, 1, 2])
+        #expect(later.samples.first?.reading.energyWattHours == nil)
+        // An energy alone (its power lost) is no reading, and no rejection either.
+        _ = classify(classifier, "\(topic)/energy", "200", at: 90)
+        let released = classifier.releaseHeld()
+        #expect(released.samples.isEmpty && released.rejections.isEmpty && released.ignored == [.energyOnly])
+        // Bad values are refused at once, with the outlet's code.
+        #expect(classify(classifier, "\(topic)/power", "-3", at: 120).rejections.map(\.reason) == [.outOfRange])
+        #expect(classify(classifier, "\(topic)/energy", "abc", at: 120).rejections.map(\.reason) == [.wrongType])
+        #expect(!classifier.isHolding)
+    }
+
+    /// What real firmwares send that carries no reading is ignored by kind, never rejected.
+    @Test func messagesWithoutAReadingAreIgnoredByKindNotRejected() {
+        let classifier = classifier(Self.registry())
+        let cases: [(String, String, IgnoredKind)] = [
+            ("tele/pow1/SENSOR", #"{"Time":"2024-05-01T12:00:00","AM2301":{"Temperature":21.4}}"#, .noMeter),
+            ("home/plus/events/rpc", #"{"method":"NotifyEvent","params":{"ts":1,"events":[]}}"#, .noReading),
+            ("home/plus/events/rpc", #"{"method":"NotifyStatus","params":{"ts":1,"sys":{"uptime":5}}}"#, .noReading),
+            ("home/plus/status/switch:1", #"{"id":1,"apower":3}"#, .unregisteredChannel),
+            ("shellies/shellyplug-s-1/relay/1/power", "4", .unregisteredChannel),
+        ]
+        for (topic, payload, kind) in cases {
+            let result = classify(classifier, topic, payload)
+            #expect(result.samples.isEmpty && result.rejections.isEmpty, "\(topic)")
+            #expect(result.ignored == [kind], "\(topic): \(result.ignored)")
+        }
+    }
+
+    /// Tasmota with several relays and one meter: the meter's reading is the lowest registered relay's.
+    @Test func tasmotaOneMeterForTwoRelaysBelongsToRelayOne() {
+        let result = classify(
+            classifier(Self.registry()), "tele/pow1/SENSOR", #"{"ENERGY":{"Total":1.25,"Power":40,"Voltage":229}}"#)
+        #expect(result.rejections.isEmpty && result.ignored.isEmpty)
+        #expect(result.samples.map(\.deviceID) == [1])
+        #expect(result.samples.first?.reading.energyWattHours == 1_250)
+    }
+
+    /// Gen2's once-a-minute `aenergy` update of a channel whose power is not known yet: the counter waits in
+    /// the overlay for the channel's next sample; with the power known, it is a sample at the update's time.
+    @Test func gen2EnergyOnlyUpdateIsNeverARejection() {
+        let classifier = classifier(Self.registry())
+        let energyOnly =
+            #"{"method":"NotifyStatus","params":{"ts":1800000000,"switch:0":{"id":0,"aenergy":{"total":1500.5,"by_minute":[0,0,0],"minute_ts":1800000000}}}}"#
+        let first = classify(classifier, "home/plus/events/rpc", energyOnly)
+        #expect(first.samples.isEmpty && first.rejections.isEmpty && first.ignored == [.energyOnly])
+        let power = #"{"method":"NotifyStatus","params":{"ts":1800000005,"switch:0":{"id":0,"apower":0}}}"#
+        let sample = classify(classifier, "home/plus/events/rpc", power, at: 5).samples.map(\.reading)
+        #expect(sample.map(\.powerWatts) == [0] && sample.map(\.energyWattHours) == [1500.5])
+        let nextMinute =
+            #"{"method":"NotifyStatus","params":{"ts":1800000060,"switch:0":{"id":0,"aenergy":{"total":1500.5}}}}"#
+        let steady = classify(classifier, "home/plus/events/rpc", nextMinute, at: 60)
+        #expect(steady.rejections.isEmpty && steady.samples.map(\.reading.energyWattHours) == [1500.5])
+        #expect(steady.samples.first?.reading.measuredAt == Date(timeIntervalSince1970: 1_800_000_060))
     }
 
     @Test func gen2BothPathsAreNotDoubleCounted() {

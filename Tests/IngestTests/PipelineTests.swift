@@ -93,6 +93,42 @@ import Testing
         }
     }
 
+    /// A native outlet's buffered readings without a device time are each stored, in order, a microsecond
+    /// apart; of two readings with one device time the first in the message is kept, the same on every run;
+    /// a message delivered again stores nothing new.
+    @Test func bufferedReadingsWithoutTimesAreEachStoredAndATimeIsStoredOnce() async throws {
+        let url = try Harness.migratedDatabase()
+        let configuration = try Harness.configuration(databaseURL: url)
+        try Harness.register(["buffer-1"], databaseURL: url)
+        let topic = "\(configuration.mqtt.topicPrefix)/buffer-1/telemetry"
+        let ts = Int64(Date().timeIntervalSince1970 * 1_000) - 60_000
+        try await Harness.withService(configuration) { service in
+            let publisher = try Harness.publisher()
+            defer { publisher.stop() }
+            let noTimes =
+                #"[{"voltage":230,"current":1,"seq":1},{"voltage":230,"current":2,"seq":2},{"voltage":230,"current":3,"seq":3}]"#
+            try await publisher.publishAcknowledged(topic, payload: Array(noTimes.utf8))
+            let oneTime =
+                #"[{"voltage":230,"current":4,"seq":4,"ts":\#(ts)},{"voltage":230,"current":5,"seq":5,"ts":\#(ts)}]"#
+            try await publisher.publishAcknowledged(topic, payload: Array(oneTime.utf8))
+            try await publisher.publishAcknowledged(topic, payload: Array(oneTime.utf8))
+            try await Harness.waitUntil(timeout: 10, "every reading stored or counted a duplicate") {
+                let metrics = service.metrics.snapshot()
+                return metrics.readingsStored == 4 && metrics.readingsDuplicate == 3
+            }
+        }
+        #expect(
+            try Harness.scalar(url, "SELECT string_agg(seq::text, ',' ORDER BY measured_at) FROM samples") == "4,1,2,3")
+        #expect(
+            try Harness.scalar(
+                url,
+                """
+                SELECT string_agg(extract(epoch FROM received_at - measured_at)::numeric(10, 6)::text, ',' ORDER BY seq)
+                FROM samples WHERE seq <= 3
+                """) == "0.000002,0.000001,0.000000")
+        #expect(try Harness.count(url, "SELECT count(*) FROM rejection_counts") == 0)
+    }
+
     /// An outlet registered while the daemon runs is accepted within a second, no restart.
     @Test func outletRegisteredAtRuntimeIsAccepted() async throws {
         let url = try Harness.migratedDatabase()

@@ -8,6 +8,7 @@ struct ForeignReadingCase: Sendable, CustomTestStringConvertible {
     var payload: String
     var channel = 1
     var channelCount = 1
+    var meterChannel: Int?
     var powerWatts: Double?
     var voltageVolts: Double?
     var currentAmperes: Double?
@@ -16,10 +17,17 @@ struct ForeignReadingCase: Sendable, CustomTestStringConvertible {
     /// Expected `measuredAt` − `receivedAt`, seconds.
     var measuredOffsetSeconds: Double = 0
     var rejection: RejectionReason?
+    var ignored: IgnoredKind?
     var testDescription: String { name }
 }
 
 func expectReading(_ decoded: DecodedMessage, _ item: ForeignReadingCase) {
+    #expect(decoded.ignored == item.ignored)
+    if item.ignored != nil {
+        #expect(decoded.readings.isEmpty)
+        #expect(decoded.rejections.isEmpty)
+        return
+    }
     if let rejection = item.rejection {
         #expect(decoded.readings.isEmpty)
         #expect(decoded.rejections.map(\.reason) == [rejection])
@@ -89,9 +97,18 @@ struct TasmotaProtocolTests {
             payload: #"{"ENERGY":{"Total":[1.0,2.0],"Power":[10,null],"Voltage":230}}"#,
             channel: 1, channelCount: 2, powerWatts: 10, voltageVolts: 230, energyWattHours: 1000),
         ForeignReadingCase(
-            name: "multi-channel: a scalar Power is no one relay's power",
+            name: "one meter, two relays: the meter's reading belongs to relay 1, the lowest registered",
+            payload: #"{"ENERGY":{"Total":3.5,"Power":30,"Current":0.13,"Voltage":230}}"#,
+            channel: 1, channelCount: 2, meterChannel: 1, powerWatts: 30, voltageVolts: 230, currentAmperes: 0.13,
+            energyWattHours: 3500),
+        ForeignReadingCase(
+            name: "one meter, two relays: no reading of relay 2",
             payload: #"{"ENERGY":{"Total":3.5,"Power":30,"Voltage":230}}"#,
-            channel: 1, channelCount: 2, rejection: .missingField),
+            channel: 2, channelCount: 2, meterChannel: 1, ignored: .meterOfAnotherChannel),
+        ForeignReadingCase(
+            name: "one meter, relays 2 and 3 registered: the meter belongs to relay 2",
+            payload: #"{"ENERGY":{"Total":0.5,"Power":12,"Voltage":230}}"#,
+            channel: 2, channelCount: 2, meterChannel: 2, powerWatts: 12, voltageVolts: 230, energyWattHours: 500),
         ForeignReadingCase(
             name: "null inside an array for this relay: power computed from V × A",
             payload: #"{"ENERGY":{"Power":[null,5],"Current":[0.5,0.1],"Voltage":200}}"#,
@@ -107,7 +124,9 @@ struct TasmotaProtocolTests {
             name: "epoch Time inside the skew is used",
             payload: #"{"Time":1714564790,"ENERGY":{"Power":1}}"#, powerWatts: 1, measuredOffsetSeconds: -10),
         ForeignReadingCase(
-            name: "no ENERGY", payload: #"{"Time":"2018-02-15T17:37:10","AM2301":{}}"#, rejection: .missingField),
+            name: "no ENERGY (a sensor that is no meter): ignored, not rejected",
+            payload: #"{"Time":"2018-02-15T17:37:10","AM2301":{"Temperature":21.4,"Humidity":45.2},"TempUnit":"C"}"#,
+            ignored: .noMeter),
         ForeignReadingCase(name: "no power at all", payload: #"{"ENERGY":{"Voltage":230}}"#, rejection: .missingField),
         ForeignReadingCase(name: "negative power", payload: #"{"ENERGY":{"Power":-5}}"#, rejection: .outOfRange),
         ForeignReadingCase(name: "not JSON", payload: "ON", rejection: .malformedJSON),
@@ -117,8 +136,8 @@ struct TasmotaProtocolTests {
     @Test(arguments: sensorCases)
     func decodesSensor(_ item: ForeignReadingCase) {
         let decoded = TasmotaProtocol.decodeSensor(
-            Array(item.payload.utf8), channel: item.channel, channelCount: item.channelCount, receivedAt: receivedAt,
-            limits: ValidationLimits())
+            Array(item.payload.utf8), channel: item.channel, channelCount: item.channelCount,
+            meterChannel: item.meterChannel, receivedAt: receivedAt, limits: ValidationLimits())
         expectReading(decoded, item)
     }
 

@@ -513,6 +513,44 @@ struct NativeTelemetryDecoderTests {
         #expect(result.rejections[5].detail.contains("an array"))
     }
 
+    /// (array elements, the measured times expected as µs before the receive time; nil for a rejected element,
+    /// duplicates left out). Without a usable `ts` element i of n is dated n − 1 − i µs before the receive time.
+    @Test(
+        "gives array elements without a usable device time their own ordered times; a repeated time keeps the first",
+        arguments: [
+            (["{}", "{}", "{}"], [2, 1, 0], 0),
+            (["{}"], [0], 0),
+            (["{\"ts\":1714564700}", "{}", "{\"ts\":1714564700}"], [100_000_000, 1], 1),
+            (["{\"ts\":1714564700}", "{\"ts\":1714564700}"], [100_000_000], 1),
+            (["{\"ts\":1}", "{}"], [1, 0], 0),
+            (["{\"voltage\":900}", "{}", "{}"], [1, 0], 0),
+        ] as [([String], [Int64], Int)]
+    )
+    func datesArrayElementsApart(elements: [String], microsecondsBefore: [Int64], duplicates: Int) {
+        let payload =
+            "["
+            + elements.map { element in
+                let fields = element.dropFirst().dropLast()
+                return #"{"voltage":220,"current":1"# + (fields.isEmpty ? "" : ",") + fields + "}"
+            }.joined(separator: ",") + "]"
+        let result = decode(payload)
+        let received = receivedAt.microsecondsSince1970
+        #expect(result.readings.map { received - $0.measuredAt.microsecondsSince1970 } == microsecondsBefore)
+        #expect(result.duplicates == duplicates)
+        #expect(result.readings.allSatisfy { $0.receivedAt == receivedAt })
+    }
+
+    @Test("keeps the first of two readings with one device time, with its values")
+    func keepsTheFirstReadingOfOneTime() {
+        let result = decode(
+            #"[{"voltage":220,"current":1,"seq":1,"ts":1714564800},{"voltage":230,"current":2,"seq":2,"ts":1714564800}]"#
+        )
+        #expect(result.readings.map(\.sequence) == [1])
+        #expect(result.readings.map(\.voltageVolts) == [220])
+        #expect(result.duplicates == 1)
+        #expect(result.rejections.isEmpty)
+    }
+
     @Test("accepts exactly maxReadingsPerMessage elements")
     func acceptsMaximumReadings() {
         let element = #"{"voltage":220,"current":1}"#

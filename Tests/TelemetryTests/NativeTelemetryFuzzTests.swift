@@ -15,7 +15,10 @@ struct NativeTelemetryFuzzTests {
     /// Checks what must hold for any decoded message, whatever the input.
     static func checkInvariants(_ result: DecodedMessage, payloadCount: Int, limits: ValidationLimits) {
         #expect(!result.readings.isEmpty || !result.rejections.isEmpty)
-        #expect(result.readings.count + result.rejections.count <= max(1, limits.maxReadingsPerMessage))
+        #expect(
+            result.readings.count + result.rejections.count + result.duplicates
+                <= max(1, limits.maxReadingsPerMessage))
+        #expect(Set(result.readings.map(\.measuredAt)).count == result.readings.count)
         for reading in result.readings {
             let voltage = reading.voltageVolts ?? -1
             let current = reading.currentAmperes ?? -1
@@ -25,7 +28,11 @@ struct NativeTelemetryFuzzTests {
             #expect(reading.powerFactor.map { limits.powerFactor.contains($0) } ?? true)
             #expect(reading.energyWattHours.map { $0.isFinite && $0 >= 0 } ?? true)
             #expect((reading.sequence ?? 0) >= 0)
-            #expect(reading.measuredAt == reading.receivedAt || reading.measuredAt == reading.deviceTime)
+            // The device time, or (array elements without one) up to the array's length in µs before receipt.
+            let earlier = reading.receivedAt.microsecondsSince1970 - reading.measuredAt.microsecondsSince1970
+            #expect(
+                reading.measuredAt == reading.deviceTime
+                    || (earlier >= 0 && earlier < max(1, limits.maxReadingsPerMessage)))
             #expect(reading.receivedAt == receivedAt)
         }
         for rejection in result.rejections {

@@ -28,6 +28,10 @@ public enum PrometheusExposition {
             "rejected_total", "counter", "Messages or readings rejected, by reason.",
             RejectionReason.allCases.map { ("{reason=\"\($0.rawValue)\"}", String(snapshot.rejected[$0] ?? 0)) })
         metric(
+            "messages_ignored_total", "counter",
+            "Messages a firmware sends in normal operation that carried no reading, by kind.",
+            IgnoredKind.allCases.map { ("{kind=\"\($0.rawValue)\"}", String(snapshot.ignored[$0] ?? 0)) })
+        metric(
             "batches_committed_total", "counter", "Write transactions committed.",
             [("", String(snapshot.batchesCommitted))])
         metric(

@@ -251,7 +251,10 @@ public final class IngestService: Service, Sendable {
                 // Tasmota and Shelly: readings to the spool, state to the relay (a Gen2 status carries both).
                 guard let route = router.route(message.topic) else {
                     // A Tasmota `stat/<t>/STATUS`, a Gen2 `status/sys`…: subscribed for its neighbours, not read.
-                    if router.isUnreadForeignTopic(message.topic) { return }
+                    if router.isUnreadForeignTopic(message.topic) {
+                        metrics.messageIgnored(.unreadTopic)
+                        return
+                    }
                     metrics.messageReceived()
                     spool.append(raw)
                     return

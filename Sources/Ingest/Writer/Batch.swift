@@ -63,6 +63,12 @@ public struct Batch: Sendable {
         }
     }
 
+    /// Adds the samples of readings that waited for a later message (``MessageClassifier/releaseHeld(before:)``):
+    /// their messages are in this batch already.
+    public mutating func addReleased(_ classified: ClassifiedMessage) {
+        samples.append(contentsOf: classified.samples)
+    }
+
     /// The first `maxBytes` of a payload as text (invalid UTF-8 replaced, NUL made visible).
     static func excerpt(_ payload: [UInt8], maxBytes: Int) -> String {
         let cut = payload.prefix(maxBytes)

@@ -286,6 +286,8 @@ public struct BatchStore: Sendable {
     /// Moves staged samples into `samples`, skipping ones already there, adds the rows it really
     /// inserted to `device_power_totals` and (`notingInsertedDevices`, for the rollups) notes, per
     /// outlet, how many it inserted in `outletd_inserted_devices`. Returns the number inserted.
+    /// Of two staged readings of one outlet at one time, the one received first is inserted (inside one
+    /// message the decoder kept the first already), as a later message's reading finds the earlier stored.
     static func moveSamplesSQL(notingInsertedDevices: Bool) -> String {
         """
         WITH inserted AS (
@@ -297,7 +299,7 @@ public struct BatchStore: Sendable {
                    \(timestamp("device_us")),
                    voltage_volts, current_amperes, power_watts, power_factor, energy_wh, seq
             FROM outletd_staging_samples
-            ORDER BY device_id, measured_us
+            ORDER BY device_id, measured_us, received_us
             ON CONFLICT (device_id, measured_at) DO NOTHING
             RETURNING device_id, measured_at, power_watts
         ), per_device AS (

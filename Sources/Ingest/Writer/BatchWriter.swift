@@ -109,16 +109,26 @@ public final class BatchWriter: Sendable {
             defer { connection?.close() }
             var batch = newBatch()
             var batchStartedAt: Date?
+            /// Since when (wall clock) Shelly Gen1 polls have been open without a break.
+            var holdingSince: Date?
             while true {
                 writer.heartbeat.beat()
                 noteShutdown()
                 guard waitForRegistry(), positionSpool() else { return }
                 let now = Date()
-                let deadline =
+                var deadline =
                     batchStartedAt.map { $0.addingTimeInterval(settings.batchMaxDelay) }
                     ?? now.addingTimeInterval(0.5)
-                // Read in slices: a batch of many thousand rows never holds its raw messages at once.
-                let room = min(Self.recordsPerRead, max(1, settings.batchMaxRows - batch.rowCount))
+                // A Shelly Gen1 poll waiting for its other half holds the batch open until it completes, at
+                // most a poll window.
+                if let holdingSince {
+                    deadline = max(deadline, holdingSince.addingTimeInterval(ShellyGen1Polls<Int>.window))
+                }
+                // Read in slices: a batch of many thousand rows never holds its raw messages at once. A batch
+                // held open by a poll reads one record at a time, to end at the first moment no poll is.
+                let room =
+                    holdingSince != nil
+                    ? 1 : min(Self.recordsPerRead, max(1, settings.batchMaxRows - batch.rowCount))
                 let records: [SpoolRecord]
                 do {
                     records = try writer.spool.read(upTo: room, waitingUntil: deadline)
@@ -131,6 +141,8 @@ public final class BatchWriter: Sendable {
                 for record in records {
                     let classified = writer.classifier.classify(record.message) { lookUp($0) }
                     logRejections(classified, record.message)
+                    for kind in classified.ignored { writer.metrics.messageIgnored(kind) }
+                    if classified.duplicates > 0 { writer.metrics.duplicatesDropped(classified.duplicates) }
                     batch.add(classified, of: record.message)
                     batchEnd = record.end
                     batchRecords += 1
@@ -144,10 +156,25 @@ public final class BatchWriter: Sendable {
                 let drained = writer.spool.isIntakeStoppedAndRead
                 // A full read means more is waiting: take it into this batch (up to batchMaxRows)
                 // before the delay flushes it, or a backlog would be written a slice per batch.
-                let more = records.count == room
+                let more = records.count == room && holdingSince == nil
                 let due =
                     !more && (batchStartedAt.map { Date().timeIntervalSince($0) >= settings.batchMaxDelay } ?? false)
-                if let end = batchEnd, batch.rowCount >= settings.batchMaxRows || due || drained {
+                // The record of a poll's first half is committed only with the poll's sample: a batch does not
+                // end while a poll is open. A poll ends when its other half comes or, in the spool's order, once
+                // a message received a window later is read. Polls open for a window of wall-clock time (a half
+                // that never comes; outlets that keep opening polls) and at the end of the spool end at once,
+                // with what they have, so that nothing holds a batch back for ever.
+                if writer.classifier.isHolding {
+                    let since = holdingSince ?? Date()
+                    holdingSince = since
+                    if drained || Date().timeIntervalSince(since) >= ShellyGen1Polls<Int>.window {
+                        let released = writer.classifier.releaseHeld()
+                        for kind in released.ignored { writer.metrics.messageIgnored(kind) }
+                        batch.addReleased(released)
+                    }
+                }
+                if !writer.classifier.isHolding { holdingSince = nil }
+                if let end = batchEnd, holdingSince == nil, batch.rowCount >= settings.batchMaxRows || due || drained {
                     guard flush(batch, end: end) else { return }
                     writer.spool.commit(through: end, records: batchRecords)
                     batch = newBatch()

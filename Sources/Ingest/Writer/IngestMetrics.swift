@@ -11,6 +11,8 @@ public final class IngestMetrics: @unchecked Sendable {
         /// Valid readings already in the database (a replay or a repeated message).
         public var readingsDuplicate: UInt64 = 0
         public var rejected: [RejectionReason: UInt64] = [:]
+        /// Messages that carried nothing to store and nothing wrong, by kind (see ``IgnoredKind``).
+        public var ignored: [IgnoredKind: UInt64] = [:]
         public var batchesCommitted: UInt64 = 0
         public var lastCommitSeconds: Double = 0
         public var databaseErrors: UInt64 = 0
@@ -86,6 +88,20 @@ public final class IngestMetrics: @unchecked Sendable {
     func messageReceived() {
         lock.lock()
         state.messagesReceived += 1
+        lock.unlock()
+    }
+
+    /// A message was ignored (nothing to store, nothing wrong).
+    func messageIgnored(_ kind: IgnoredKind) {
+        lock.lock()
+        state.ignored[kind, default: 0] += 1
+        lock.unlock()
+    }
+
+    /// Readings left out of a message because an earlier one of it has the same time.
+    func duplicatesDropped(_ count: Int) {
+        lock.lock()
+        state.readingsDuplicate += UInt64(count)
         lock.unlock()
     }
 

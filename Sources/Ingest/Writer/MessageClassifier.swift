@@ -30,11 +30,21 @@ public struct ClassifiedMessage: Sendable, Equatable {
     public var rejections: [RejectedReading] = []
     /// A well-formed but unregistered code, to upsert into `pending_devices`.
     public var unknownCode: String?
+    /// Readings left out because an earlier reading of the message has the same time.
+    public var duplicates = 0
+    /// Messages that carried nothing to store and nothing wrong, by kind: this one when it yielded neither a
+    /// sample nor a rejection, and Shelly Gen1 polls of only a counter that ended with it.
+    public var ignored: [IgnoredKind] = []
 
-    public init(samples: [DeviceSample] = [], rejections: [RejectedReading] = [], unknownCode: String? = nil) {
+    public init(
+        samples: [DeviceSample] = [], rejections: [RejectedReading] = [], unknownCode: String? = nil,
+        duplicates: Int = 0, ignored: [IgnoredKind] = []
+    ) {
         self.samples = samples
         self.rejections = rejections
         self.unknownCode = unknownCode
+        self.duplicates = duplicates
+        self.ignored = ignored
     }
 }
 
@@ -50,6 +60,15 @@ public struct MessageClassifier: Sendable {
         self.topicPrefix = topicPrefix
         self.limits = limits
         self.foreign = foreign
+    }
+
+    /// Whether a reading spread over several messages (a Shelly Gen1 poll) waits for its other half. The writer
+    /// does not end a batch meanwhile.
+    public var isHolding: Bool { foreign?.heldUntil != nil }
+
+    /// The readings of such polls, with what they have (their other half will not come in time).
+    public func releaseHeld() -> ClassifiedMessage {
+        foreign?.release(before: nil, limits: limits) ?? ClassifiedMessage()
     }
 
     public func classify(
@@ -87,6 +106,8 @@ public struct MessageClassifier: Sendable {
         }
         let decoded = NativeProtocol.decodeTelemetry(message.payload, receivedAt: message.receivedAt, limits: limits)
         result.samples = decoded.readings.map { DeviceSample(deviceID: device.id, reading: $0) }
+        result.duplicates = decoded.duplicates
+        if let kind = decoded.ignored { result.ignored.append(kind) }
         for rejection in decoded.rejections {
             reject(rejection.reason, rejection.detail, code: code, index: rejection.index)
         }
