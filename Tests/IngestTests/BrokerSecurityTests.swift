@@ -1,5 +1,7 @@
 import Foundation
 import MQTT
+import Postgres
+import Telemetry
 import TestSupport
 import Testing
 
@@ -122,5 +124,105 @@ import Testing
         #expect(!service.value.contains("outlets/plug-b/telemetry forged"), "\(service.value)")
         #expect(!service.value.contains("outlets/plug-b/set off"), "\(service.value)")
         #expect(!heardByA.value.contains("outlets/plug-b/command cmd-b"), "A read B's command: \(heardByA.value)")
+    }
+
+    /// Two Shelly Gen2 outlets on the shipped ACL, each logged in as its prefix, and outletd running. Outlet A
+    /// can neither confirm, reject nor time out B's command, nor publish B's readings, state, availability or
+    /// discovery, nor read B's commands; on its own reply topic a reply naming B's command is not taken. The
+    /// same reply route does work for A's own command. mosquitto logs no ACL warning at start.
+    @Test func oneOutletCannotSpeakForAnother() async throws {
+        let users = ["plus-a": "pa-secret", "plus-b": "pb-secret", "outletd": "svc-secret"]
+        let broker = try Self.startSecureBroker(users: users)
+        defer { broker.process.killAndWait() }
+        try await Harness.waitUntil(timeout: 10, "the secure broker listening") { TLSTests.listening(broker.port) }
+        let brokerLog = (try? String(contentsOfFile: broker.process.logPath, encoding: .utf8)) ?? ""
+        #expect(!brokerLog.contains("Warning: ACL"), "\(brokerLog)")
+
+        let url = try Harness.migratedDatabase()
+        var configuration = try Harness.configuration(databaseURL: url)
+        configuration.mqtt.url = "mqtt://outletd:svc-secret@127.0.0.1:\(broker.port)"
+        configuration.commands.confirmTimeoutSeconds = 60
+        let connection = try PostgresConnection(connectionString: url)
+        for (code, prefix) in [("outlet-a", "plus-a"), ("outlet-b", "plus-b")] {
+            try DeviceStore(connection: connection).add(
+                .init(code: code, outletProtocol: .shellyGen2, protocolTopic: prefix))
+        }
+        connection.close()
+        let replyBase = "outletd/\(configuration.instanceID)/shelly"
+
+        let heardByB = Locked<[String]>([])
+        let plusB = try await Self.client(
+            broker, user: "plus-b", password: "pb-secret", filters: ["plus-b/rpc"], received: heardByB)
+        defer { plusB.stop() }
+        let heardByA = Locked<[String]>([])
+        let plusA = try await Self.client(
+            broker, user: "plus-a", password: "pa-secret", filters: ["plus-a/rpc", "plus-b/rpc"], received: heardByA)
+        defer { plusA.stop() }
+
+        try await Harness.withService(configuration) { _ in
+            func commandID(_ heard: Locked<[String]>, _ topic: String) -> Int? {
+                heard.value.compactMap { line -> Int? in
+                    guard line.hasPrefix(topic + " "),
+                        case .object(let request)? = try? JSONParser.parse(Array(line.dropFirst(topic.count + 1).utf8))
+                    else { return nil }
+                    return request["id"]?.numberValue().map { Int($0) }
+                }.last
+            }
+            _ = try Harness.scalar(url, "SELECT request_switch('outlet-b', true, 'test')")
+            try await Harness.waitUntil(timeout: 10, "B's command sent to B") {
+                commandID(heardByB, "plus-b/rpc") != nil
+            }
+            let idB = try #require(commandID(heardByB, "plus-b/rpc"))
+            let ts = Date().timeIntervalSince1970
+            let forged: [(String, String)] = [
+                ("\(replyBase)/plus-b/rpc", #"{"id":\#(idB),"error":{"code":-1,"message":"forged"}}"#),
+                ("\(replyBase)/plus-b/rpc", #"{"id":\#(idB),"result":{"was_on":false}}"#),
+                (
+                    "plus-b/events/rpc",
+                    #"{"method":"NotifyStatus","params":{"ts":\#(ts),"switch:0":{"id":0,"output":true,"apower":1}}}"#
+                ),
+                ("plus-b/status/switch:0", #"{"id":0,"output":false,"apower":3000}"#),
+                ("plus-b/online", "false"),
+                ("plus-b/rpc", #"{"id":1,"src":"x","method":"Switch.Set","params":{"id":0,"on":false}}"#),
+                ("tasmota/discovery/A4CF12ABC123/config", #"{"t":"plus-b","ft":"%prefix%/%topic%/"}"#),
+                ("shellies/announce", #"{"id":"plus-b","model":"SHPLG-S","mac":"A4CF12ABC123"}"#),
+            ]
+            for (topic, payload) in forged {
+                await #expect(throws: MQTTError.self, "A could write \(topic)") {
+                    try await plusA.publishAcknowledged(topic, payload: Array(payload.utf8))
+                }
+            }
+            // A's own reply topic, naming B's command: the broker lets it through, outletd does not take it.
+            try await plusA.publishAcknowledged(
+                "\(replyBase)/plus-a/rpc",
+                payload: Array(#"{"id":\#(idB),"error":{"code":-1,"message":"forged"}}"#.utf8))
+            try await Task.sleep(for: .seconds(1))
+            #expect(try Harness.scalar(url, "SELECT status FROM commands WHERE id = \(idB)") == "sent")
+            #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 0)
+            #expect(try Harness.scalar(url, "SELECT online IS NOT FALSE FROM devices WHERE code = 'outlet-b'") == "t")
+            #expect(!heardByA.value.contains { $0.hasPrefix("plus-b/rpc") }, "A read B's command: \(heardByA.value)")
+
+            // B itself confirms its command.
+            try await plusB.publishAcknowledged(
+                "plus-b/events/rpc",
+                payload: Array(
+                    #"{"method":"NotifyStatus","params":{"ts":\#(ts),"switch:0":{"id":0,"output":true}}}"#.utf8))
+            try await Harness.waitUntil(timeout: 10, "B's command confirmed by B") {
+                try Harness.scalar(url, "SELECT status FROM commands WHERE id = \(idB)") == "confirmed"
+            }
+
+            // The reply route works for the outlet it belongs to: A refuses its own command.
+            _ = try Harness.scalar(url, "SELECT request_switch('outlet-a', true, 'test')")
+            try await Harness.waitUntil(timeout: 10, "A's command sent to A") {
+                commandID(heardByA, "plus-a/rpc") != nil
+            }
+            let idA = try #require(commandID(heardByA, "plus-a/rpc"))
+            try await plusA.publishAcknowledged(
+                "\(replyBase)/plus-a/rpc", payload: Array(#"{"id":\#(idA),"error":{"code":-103,"message":"no"}}"#.utf8))
+            try await Harness.waitUntil(timeout: 10, "A's command rejected by A") {
+                try Harness.scalar(url, "SELECT status FROM commands WHERE id = \(idA)") == "rejected"
+            }
+        }
+        #expect(try Harness.count(url, "SELECT count(*) FROM pending_devices") == 0)
     }
 }

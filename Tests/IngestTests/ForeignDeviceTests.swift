@@ -228,13 +228,14 @@ struct ForeignDeviceTests {
         let (url, configuration, add) = try Self.setup()
         let prefix = TestStack.uniqueName("shellyplusplugs-")
         try add(.init(code: "plus", outletProtocol: .shellyGen2, protocolTopic: prefix))
-        let replyTopic = "outletd/\(configuration.instanceID)/shelly/rpc"
+        let replyTopic = "outletd/\(configuration.instanceID)/shelly/\(prefix)/rpc"
         let refuse = Locked(false)
         let device = try ScriptedDevice(commandFilter: "\(prefix)/rpc") { _, payload in
             guard case .object(let request)? = try? JSONParser.parse(Array(payload.utf8)),
                 let id = request["id"]?.numberValue(), case .string(let src)? = request["src"],
                 case .bool(let on)? = request["params"]?["on"]
             else { return [] }
+            guard "\(src)/rpc" == replyTopic else { return [] }
             if refuse.value {
                 return [("\(src)/rpc", #"{"id":\#(Int(id)),"error":{"code":-103,"message":"Invalid argument"}}"#)]
             }
@@ -247,7 +248,6 @@ struct ForeignDeviceTests {
             ]
         }
         defer { device.stop() }
-        #expect(replyTopic.hasSuffix("/shelly/rpc"))
         try await Harness.withService(configuration) { service in
             let publisher = try Harness.publisher()
             defer { publisher.stop() }

@@ -163,13 +163,16 @@ import Testing
         #expect(router.route("stat/pow1/RESULT")?.carriesState == true)
         #expect(router.route("stat/pow1/POWER2")?.carriesState == true)
         #expect(router.route("cmnd/pow1/POWER") == nil)
-        #expect(router.route("outletd/a/shelly/rpc") == .shellyGen2Reply)
+        #expect(router.route("outletd/a/shelly/plus-1/rpc") == .shellyGen2Reply(devicePrefix: "plus-1"))
+        #expect(router.route("outletd/a/shelly/home/plus/rpc") == .shellyGen2Reply(devicePrefix: "home/plus"))
+        #expect(router.route("outletd/a/shelly/rpc") == nil)
+        #expect(router.shellyGen2ReplyPrefix(for: "plus-1") == "outletd/a/shelly/plus-1")
         #expect(router.route("tasmota/discovery/A4CF12ABC123/config") == .tasmotaDiscovery)
         let gen2 = router.route("plus/status/switch:0")
         #expect(gen2?.carriesReadings == true && gen2?.carriesState == true)
         #expect(router.isUnreadForeignTopic("plus/status/sys"))
         #expect(router.isUnreadForeignTopic("stat/pow1/STATUS"))
         #expect(!router.isUnreadForeignTopic("outlets/x/telemetry"))
-        #expect(router.subscriptions.contains("tele/+/SENSOR") && router.subscriptions.contains("outletd/a/shelly/rpc"))
+        #expect(router.subscriptions.contains("tele/+/SENSOR") && router.subscriptions.contains("outletd/a/shelly/#"))
     }
 }

@@ -353,10 +353,14 @@ public final class CommandRelay: Sendable {
                 try suggest(TasmotaProtocol.discovery(message.payload))
             case .shellyGen1(_, .announce):
                 try suggest(ShellyGen1Protocol.announcement(message.payload))
-            case .shellyGen2Reply:
+            case .shellyGen2Reply(let devicePrefix):
+                // Only the outlet a command was sent to can answer it: its reply topic is its own (ACL).
+                let codes = registry.lookup(.shellyGen2, topic: devicePrefix).map(\.code)
                 switch ShellyGen2Protocol.reply(message.payload) {
                 case .failure(let id, let reason)?:
-                    if try store.transition([id], .reject, reason: reason) > 0 { needsResults = true }
+                    if try store.transition([id], .reject, reason: reason, ofOutlets: codes) > 0 {
+                        needsResults = true
+                    }
                 case .success(let id, let wasOn)?:
                     relay.logger.debug(
                         "Switch.Set acknowledged",
@@ -421,7 +425,7 @@ public final class CommandRelay: Sendable {
                 }
                 target.tasmotaPrefixes = settings.router.tasmotaPrefixes
                 target.shellyGen1Prefix = settings.router.shellyGen1Prefix
-                target.shellyGen2ReplyPrefix = settings.router.shellyGen2ReplyPrefix
+                target.shellyGen2ReplyPrefix = settings.router.shellyGen2ReplyPrefix(for: target.deviceTopic)
                 let message = translation.commandMessage(target: target, commandID: command.id, state: command.state)
                 do {
                     try relay.client.publish(message.topic, payload: message.payload, qos: 1)

@@ -149,16 +149,20 @@ public struct CommandStore {
         return result.affectedRows == 1
     }
 
-    /// Applies `event` to the commands `ids` that are still in a status it applies to; returns how many changed.
+    /// Applies `event` to the commands `ids` that are still in a status it applies to, and, when `codes` is
+    /// given, that were sent to one of those outlets; returns how many changed.
     @discardableResult
-    public func transition(_ ids: [Int64], _ event: CommandEvent, reason: String?) throws -> Int {
+    public func transition(_ ids: [Int64], _ event: CommandEvent, reason: String?, ofOutlets codes: [String]? = nil)
+        throws -> Int
+    {
         let target = event.target
         let result = try connection.execute(
             """
             UPDATE commands SET status = $2, reason = COALESCE($3, reason),
                                 finished_at = CASE WHEN $4 THEN clock_timestamp() END
             WHERE id = ANY($1::bigint[]) AND status = ANY($5::text[])
-            """, [ids, target.rawValue, reason, target.isFinal, event.appliesTo.map(\.rawValue)])
+              AND ($6::text[] IS NULL OR device_id IN (SELECT id FROM devices WHERE code = ANY($6::text[])))
+            """, [ids, target.rawValue, reason, target.isFinal, event.appliesTo.map(\.rawValue), codes])
         return result.affectedRows ?? 0
     }
 

@@ -7,8 +7,9 @@ public enum ForeignTopic: Sendable, Equatable {
     case tasmota(TasmotaProtocol.TopicMatch)
     case shellyGen1(id: String, kind: ShellyGen1Protocol.TopicKind)
     case shellyGen2(prefix: String, kind: ShellyGen2Protocol.TopicKind)
-    /// A JSON-RPC reply on outletd's own reply topic.
-    case shellyGen2Reply
+    /// A JSON-RPC reply on outletd's reply topic of the Gen2 outlet at `devicePrefix`
+    /// (`<reply prefix>/<device prefix>/rpc`): only a command sent to that outlet can be answered there.
+    case shellyGen2Reply(devicePrefix: String)
     /// A retained `tasmota/discovery/<MAC>/config`.
     case tasmotaDiscovery
 
@@ -39,6 +40,9 @@ public struct ProtocolRouter: Sendable {
     public var tasmotaPrefixes: TasmotaProtocol.Prefixes
     public var shellyGen1Prefix: String
     public var shellyGen2Subscriptions: [String]
+    /// The start of outletd's reply topics, `outletd/<instance>/shelly` by default; one outlet's replies come on
+    /// `<this>/<its device prefix>/rpc` (``shellyGen2ReplyPrefix(for:)``), a topic the broker's ACL lets only
+    /// that outlet write.
     public var shellyGen2ReplyPrefix: String
 
     /// A router from `configuration.protocols` plus the FullTopics of registered outlets.
@@ -75,9 +79,14 @@ public struct ProtocolRouter: Sendable {
             "\(shellyGen1Prefix)/+/relay/+/energy", "\(shellyGen1Prefix)/+/online",
         ]
         filters += shellyGen2Subscriptions
-        filters.append("\(shellyGen2ReplyPrefix)/rpc")
+        filters.append("\(shellyGen2ReplyPrefix)/#")
         var seen = Set<String>()
         return filters.filter { seen.insert($0).inserted }
+    }
+
+    /// The `src` of a `Switch.Set` to the Gen2 outlet at `deviceTopic`: its reply comes on `<src>/rpc`.
+    public func shellyGen2ReplyPrefix(for deviceTopic: String) -> String {
+        "\(shellyGen2ReplyPrefix)/\(deviceTopic)"
     }
 
     /// Whether a subscription filter carries readings (Tasmota `SENSOR`, Shelly Gen1 `relay/+/power` and
@@ -97,7 +106,14 @@ public struct ProtocolRouter: Sendable {
     /// What `topic` is, or nil when it belongs to none of the foreign protocols (then it is native or invalid).
     /// Tasmota's `cmnd/…` topics (its own empty `POWER` on connect included) are never commands to outletd: nil.
     public func route(_ topic: String) -> ForeignTopic? {
-        if topic == "\(shellyGen2ReplyPrefix)/rpc" { return .shellyGen2Reply }
+        if topic.hasPrefix(shellyGen2ReplyPrefix + "/") && topic.hasSuffix("/rpc") {
+            let devicePrefix = topic.dropFirst(shellyGen2ReplyPrefix.count + 1).dropLast(4)
+            guard !devicePrefix.isEmpty,
+                !devicePrefix.split(separator: "/", omittingEmptySubsequences: false)
+                    .contains(where: \.isEmpty)
+            else { return nil }
+            return .shellyGen2Reply(devicePrefix: String(devicePrefix))
+        }
         let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
         if levels.count == 4, levels[0] == "tasmota", levels[1] == "discovery", levels[3] == "config",
             !levels[2].isEmpty
