@@ -113,7 +113,10 @@ public enum StateReportDecision: Sendable, Equatable {
         } else if report.state == requested {
             self = .confirm
         } else if report.commandID != nil {
-            self = .reject(reason: "the outlet answered command \(commandID) with state \(report.state.rawValue)")
+            self = .reject(
+                reason: CommandReason(
+                    .contraryState, "the outlet answered command \(commandID) with state \(report.state.rawValue)"
+                ).description)
         } else {
             self = .none
         }

@@ -267,7 +267,7 @@ public enum ShellyGen2Protocol {
             let code = PayloadText.number(error["code"]).map { String(Int64($0)) } ?? "?"
             var message = ""
             if case .string(let text)? = error["message"] { message = text }
-            return .failure(id: id, reason: "device error \(code): \(message)")
+            return .failure(id: id, reason: CommandReason(.deviceError, "device error \(code): \(message)").description)
         }
         var wasOn: Bool?
         if case .bool(let value)? = members["result"]?["was_on"] { wasOn = value }

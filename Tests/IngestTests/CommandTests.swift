@@ -77,8 +77,11 @@ import Testing
             try await Harness.waitUntil(timeout: 15, "four rejections") {
                 watcher.seen.value.filter { $0.result == "rejected" }.count == 4
             }
-            let reasons = watcher.seen.value.compactMap { $0.reason?.split(separator: ":").first.map(String.init) }
+            let reasons = watcher.seen.value.compactMap { $0.reason.flatMap(CommandReason.init(parsing:))?.code }
             #expect(reasons == ["unknown_device", "disabled_device", "invalid_command", "malformed_json"])
+            // Refused before a command existed, and still with its time, like every other transition.
+            #expect(
+                watcher.seen.value.allSatisfy { $0.at.flatMap(RFC3339.date(from:)) != nil }, "\(watcher.seen.value)")
             #expect(service.metrics.snapshot().rejected[.invalidCommand] == 1)
         }
         #expect(try Harness.count(setup.url, "SELECT count(*) FROM commands") == 0)
@@ -86,6 +89,37 @@ import Testing
         #expect(
             try Harness.scalar(setup.url, "SELECT topic FROM rejected_messages WHERE reason = 'invalid_command'")
                 == "\(setup.prefix)/plug-1/set")
+    }
+
+    /// The reason of `id`'s result `result`, read back from its `code: detail` shape.
+    static func reason(_ watcher: ResultWatcher, _ id: Int64, _ result: String) -> CommandReason? {
+        watcher.seen.value.first { $0.commandID == id && $0.result == result }?.reason.flatMap(
+            CommandReason.init(parsing:))
+    }
+
+    /// Commands the database refuses (a disabled outlet, a toggle with no state to toggle) end with a reason
+    /// of the same `code: detail` shape as every other, and their results carry their time.
+    @Test func refusedCommandsHaveTheReasonShapeOfEveryTransition() async throws {
+        let setup = try Self.setup(codes: ["plug-1", "plug-off"])
+        _ = try TestStack.shared().psql(setup.url, "UPDATE devices SET enabled = false WHERE code = 'plug-off'")
+        let watcher = try ResultWatcher(prefix: setup.prefix)
+        defer { watcher.stop() }
+        try await Harness.withService(setup.configuration) { _ in
+            let disabled = Int64(try Harness.scalar(setup.url, "SELECT request_switch('plug-off', true, 'x')")) ?? -1
+            let toggled =
+                Int64(
+                    try Harness.scalar(
+                        setup.url, "SELECT outletd_enqueue_command('plug-1', 'toggle', 'sql', 'x', NULL)")) ?? -1
+            try await watcher.waitFor(disabled, ["rejected"])
+            try await watcher.waitFor(toggled, ["rejected"])
+            #expect(
+                Self.reason(watcher, disabled, "rejected")
+                    == CommandReason(RejectionReason.disabledDevice, "device plug-off is disabled"))
+            #expect(Self.reason(watcher, toggled, "rejected")?.code == "unknown_state")
+            #expect(watcher.seen.value.allSatisfy { $0.at.flatMap(RFC3339.date(from:)) != nil })
+        }
+        #expect(
+            try Harness.scalar(setup.url, "SELECT count(*) FROM commands WHERE reason ~ '^[a-z_]+: .+'") == "2")
     }
 
     @Test func ignoredCommandTimesOut() async throws {
@@ -100,6 +134,7 @@ import Testing
             try await publisher.publishAcknowledged("\(setup.prefix)/plug-1/set", payload: Array("off".utf8))
             let id = try Self.lastCommandID(setup.url)
             try await watcher.waitFor(id, ["accepted", "sent", "timed_out"])
+            #expect(Self.reason(watcher, id, "timed_out")?.code == "no_confirmation")
             // Desired off, never reported: listed once the confirmation window passed.
             #expect(try Harness.scalar(setup.url, "SELECT code FROM outlets_out_of_sync") == "plug-1")
         }
@@ -150,6 +185,7 @@ import Testing
             try await publisher.publishAcknowledged("\(setup.prefix)/plug-1/set", payload: Array("on".utf8))
             let id = try Self.lastCommandID(setup.url)
             try await watcher.waitFor(id, ["accepted", "expired"])
+            #expect(Self.reason(watcher, id, "expired")?.code == "offline")
             try await outlet.set(.obey)
             try await Task.sleep(for: .milliseconds(500))
             #expect(watcher.results(of: id) == ["accepted", "expired"])
@@ -175,6 +211,9 @@ import Testing
             let second = try Self.lastCommandID(setup.url)
             try await watcher.waitFor(first, ["accepted", "sent", "superseded"])
             try await watcher.waitFor(second, ["accepted", "sent", "confirmed"])
+            #expect(
+                Self.reason(watcher, first, "superseded")
+                    == CommandReason(.superseded, "superseded by command \(second)"))
         }
         #expect(
             try Harness.scalar(setup.url, "SELECT requested, state FROM commands ORDER BY id DESC LIMIT 1")

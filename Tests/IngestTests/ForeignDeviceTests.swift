@@ -298,7 +298,7 @@ struct ForeignDeviceTests {
         }
         #expect(
             try Harness.scalar(url, "SELECT reason FROM commands ORDER BY id DESC LIMIT 1")
-                == "device error -103: Invalid argument")
+                == "device_error: device error -103: Invalid argument")
         #expect(try Harness.scalar(url, "SELECT reported_state FROM devices") == "on")
         #expect(try Harness.count(url, "SELECT count(*) FROM rejection_counts") == 0)
     }

@@ -80,6 +80,8 @@ final class ResultWatcher: Sendable {
         var commandID: Int64?
         var requestID: String?
         var reason: String?
+        /// The transition's time, RFC 3339.
+        var at: String?
     }
 
     private let client: MQTTClient
@@ -99,10 +101,12 @@ final class ResultWatcher: Sendable {
             if case .string(let text)? = members["request_id"] { requestID = text }
             var reason: String?
             if case .string(let text)? = members["reason"] { reason = text }
+            var at: String?
+            if case .string(let text)? = members["at"] { at = text }
             seen.value.append(
                 Seen(
                     code: code, result: result, commandID: members["command_id"]?.numberValue().map { Int64($0) },
-                    requestID: requestID, reason: reason))
+                    requestID: requestID, reason: reason, at: at))
         }
         client.setSubscriptions([(filter: "\(prefix)/+/set/result", qos: 1)])
         try client.start()

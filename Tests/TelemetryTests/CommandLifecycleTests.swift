@@ -53,7 +53,7 @@ struct CommandLifecycleTests {
         ReportCase(status: .sent, report: StateReport(state: .off), expected: .none),
         ReportCase(
             status: .sent, report: StateReport(state: .off, commandID: 7),
-            expected: .reject(reason: "the outlet answered command 7 with state off")),
+            expected: .reject(reason: "contrary_state: the outlet answered command 7 with state off")),
         // A report naming another command says nothing about this one.
         ReportCase(status: .sent, report: StateReport(state: .on, commandID: 6), expected: .none),
         // Nothing was sent yet (held for an offline outlet).

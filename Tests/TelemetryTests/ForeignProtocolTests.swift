@@ -370,7 +370,7 @@ struct ShellyGen2ProtocolTests {
                 == .success(id: 7, wasOn: false))
         #expect(
             ShellyGen2Protocol.reply(Array(#"{"id":7,"error":{"code":-103,"message":"Invalid argument"}}"#.utf8))
-                == .failure(id: 7, reason: "device error -103: Invalid argument"))
+                == .failure(id: 7, reason: "device_error: device error -103: Invalid argument"))
         #expect(ShellyGen2Protocol.reply(Array("nope".utf8)) == nil)
     }
 }

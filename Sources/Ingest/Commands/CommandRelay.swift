@@ -254,7 +254,8 @@ public final class CommandRelay: Sendable {
                 if match.kind == .set, let code = DeviceCode(match.deviceCode) {
                     let result = SwitchResult(
                         result: CommandStatus.rejected.resultName, requestID: requestID, source: "mqtt",
-                        reason: "\(reason.rawValue): \(detail)")
+                        reason: CommandReason(reason, detail).description,
+                        at: CommandReason.timestamp(message.receivedAt))
                     publish(PendingResult(code: code.rawValue, result: result))
                 }
             }

@@ -171,14 +171,22 @@ public struct CommandStore {
     public func sweep() throws -> (timedOut: Int, expired: Int) {
         let timedOut = try connection.execute(
             """
-            UPDATE commands SET status = $2, reason = 'no confirmation from the outlet', finished_at = clock_timestamp()
+            UPDATE commands SET status = $2, reason = $3, finished_at = clock_timestamp()
             WHERE status = ANY($1::text[]) AND confirm_deadline <= clock_timestamp()
-            """, [CommandEvent.timeOut.appliesTo.map(\.rawValue), CommandEvent.timeOut.target.rawValue])
+            """,
+            [
+                CommandEvent.timeOut.appliesTo.map(\.rawValue), CommandEvent.timeOut.target.rawValue,
+                CommandReason(.noConfirmation, "no confirmation from the outlet").description,
+            ])
         let expired = try connection.execute(
             """
-            UPDATE commands SET status = $2, reason = 'the outlet stayed offline', finished_at = clock_timestamp()
+            UPDATE commands SET status = $2, reason = $3, finished_at = clock_timestamp()
             WHERE status = ANY($1::text[]) AND expires_at <= clock_timestamp()
-            """, [CommandEvent.expire.appliesTo.map(\.rawValue), CommandEvent.expire.target.rawValue])
+            """,
+            [
+                CommandEvent.expire.appliesTo.map(\.rawValue), CommandEvent.expire.target.rawValue,
+                CommandReason(.offline, "the outlet stayed offline until the command expired").description,
+            ])
         return (timedOut.affectedRows ?? 0, expired.affectedRows ?? 0)
     }
 
