@@ -147,6 +147,13 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
             lock.unlock()
         }
     }
+
+    /// Changes the value in place under the lock (a read-modify-write no other thread can interleave).
+    func withValue<Result>(_ body: (inout Value) -> Result) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&stored)
+    }
 }
 
 /// Native-protocol payloads for tests.

@@ -301,4 +301,108 @@ import Testing
                 """) == codes.count)
         try RollupTests().expectRollupsMatchFromScratch(url, timeZone: "UTC", maxGapSeconds: 600)
     }
+
+    // MARK: - Retiring an instance
+
+    /// The hand-over decision: a member hands over only while another member of its group runs. Members
+    /// stopping one after the other hand over until the last, which keeps its subscriptions; two stopping at
+    /// the same moment are decided one after the other, so exactly one of them hands over.
+    @Test func onlyAMemberWithAnotherRunningHandsOver() async throws {
+        let url = try Harness.migratedDatabase()
+        let logger = Logger(label: "test")
+        var names: [String] = []
+        func group(_ size: Int) -> [ShareGroupMembership] {
+            let name = TestStack.uniqueName("g")
+            names.append("'\(name)'")
+            return (0..<size).map { _ in ShareGroupMembership(group: name, connectionString: url, logger: logger) }
+        }
+        let (pair, three, sole) = (group(2), group(3), group(1))
+        let all = pair + three + sole
+        for member in all { member.start() }
+        let held = """
+            SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+              AND objid IN (SELECT hashtext(name)::oid FROM unnest(ARRAY[\(names.joined(separator: ","))]) AS n(name))
+            """
+        try await Harness.waitUntil(timeout: 10, "six member locks") { try Harness.count(url, held) == 6 }
+        let (together, oneByOne, alone) = try await Blocking.run {
+            let decided = Locked<[Bool]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                let decision = pair[index].decideHandover()
+                decided.withValue { $0.append(decision) }
+            }
+            return (decided.value, three.map { $0.decideHandover() }, sole[0].decideHandover())
+        }
+        #expect(together.sorted { !$0 && $1 } == [false, true])
+        #expect(oneByOne == [true, true, false])
+        #expect(alone == false)
+        for member in all { await member.stop() }
+    }
+
+    /// Three `outletd run` processes in one share group, 250 outlets publishing once a second; one instance
+    /// gets SIGTERM mid-stream and is not started again. Before it stops it unsubscribes its shared filters
+    /// (another member runs) and takes everything the broker dealt it: every acknowledged reading is stored,
+    /// exactly once, by it or by the others.
+    @Test func retiringAnInstanceLosesNothing() async throws {
+        let url = try Harness.migratedDatabase()
+        let base = try Harness.configuration(databaseURL: url)
+        let codes = (0..<250).map { String(format: "ret-%03d", $0) }
+        try Harness.register(codes, databaseURL: url)
+        let stackDirectory = try TestStack.shared().directory
+        let configurations = (0..<3).map { index -> OutletdConfiguration in
+            var configuration = base
+            configuration.instanceID = "\(base.instanceID)-\(index)"
+            configuration.spool.directory = "\(stackDirectory)/spool-\(configuration.instanceID)"
+            return configuration
+        }
+        let instances = try configurations.map { try OutletdProcess.start($0) }
+        defer { for instance in instances { instance.signal(SIGKILL) } }
+        for configuration in configurations { try await Harness.waitForStatus(configuration, "online") }
+
+        let publisher = try Harness.publisher()
+        defer { publisher.stop() }
+        let prefix = base.mqtt.topicPrefix
+        let seconds = 12
+        let start = Date()
+        let publishing = Task {
+            for second in 0..<seconds {
+                for code in codes {
+                    try publisher.publish(
+                        "\(prefix)/\(code)/telemetry",
+                        payload: Payloads.reading(
+                            power: Double(second), ts: start.addingTimeInterval(Double(second)), seq: second))
+                }
+                try await Task.sleep(until: .now + .seconds(1))
+            }
+        }
+        try await Task.sleep(for: .seconds(4))
+        instances[1].signal(SIGTERM)
+        #expect(try await instances[1].waitForExit(timeout: 60) == 0, "\(instances[1].output)")
+        #expect(instances[1].output.contains("handed this instance's share"), "\(instances[1].output)")
+        try await publishing.value
+        let total = seconds * codes.count
+        try await Harness.waitUntil(timeout: 60, "broker acknowledgements") {
+            publisher.acknowledgedCount == UInt64(total)
+        }
+        // Without the hand-over, the broker keeps dealing to the stopped member's session: its share is stored
+        // by nobody until (unless) it comes back.
+        try? await Harness.waitUntil(timeout: 30, "every acknowledged reading stored") {
+            try Harness.count(url, "SELECT count(*) FROM samples") >= total
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        let stored = try Harness.count(url, "SELECT count(*) FROM samples")
+        #expect(stored == total, "\(total - stored) of \(total) acknowledged readings stored by nobody")
+        for index in [0, 2] { instances[index].signal(SIGTERM) }
+        for index in [0, 2] {
+            #expect(try await instances[index].waitForExit(timeout: 60) == 0, "\(instances[index].output)")
+        }
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples") == total)
+        #expect(
+            try Harness.count(
+                url,
+                """
+                SELECT count(*) FROM devices d CROSS JOIN generate_series(0, \(seconds - 1)) AS s(seq)
+                WHERE NOT EXISTS (SELECT 1 FROM samples x WHERE x.device_id = d.id AND x.seq = s.seq)
+                """) == 0, "a reading acknowledged and stored by nobody")
+        #expect(try Harness.count(url, "SELECT count(*) FROM ingest_checkpoints") == 3, "every instance wrote")
+    }
 }

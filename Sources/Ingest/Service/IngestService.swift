@@ -66,7 +66,7 @@ public final class IngestService: Service, Sendable {
             ["", OutletdConfiguration.defaultShareGroup].filter { $0 != group }.map {
                 Self.filter(topic, shareGroup: $0)
             }
-        }
+        } + [drainTopic]
     }
 
     /// `topic` as a shared subscription of `shareGroup` (`$share/<group>/<topic>`), or plain when the group is
@@ -77,6 +77,11 @@ public final class IngestService: Service, Sendable {
 
     /// `outletd/<instance>/status`: `online` while connected, `offline` (the will) otherwise.
     public var statusTopic: String { "outletd/\(configuration.instanceID)/status" }
+
+    /// `outletd/<instance>/drain`: the marker a stopping instance sends itself after unsubscribing its shared
+    /// filters. The broker queues it behind everything it dealt this session before, so its arrival means
+    /// the session holds nothing more of the share.
+    public var drainTopic: String { "outletd/\(configuration.instanceID)/drain" }
 
     public func run() async throws {
         let configuration = self.configuration
@@ -91,6 +96,14 @@ public final class IngestService: Service, Sendable {
         }
         let router = ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics)
         let subscriptions = subscriptions(registeredFullTopics: registeredFullTopics)
+
+        // Shared subscriptions: this instance's membership of the group, for the hand-over when it stops.
+        let membership =
+            subscriptions.contains { $0.hasPrefix("$share/") } && !configuration.mqtt.shareGroup.isEmpty
+            ? ShareGroupMembership(
+                group: configuration.mqtt.shareGroup, connectionString: configuration.database.url, logger: logger)
+            : nil
+        membership?.start()
 
         let registry = DeviceRegistry()
         let registryListener = RegistryListener(
@@ -125,7 +138,8 @@ public final class IngestService: Service, Sendable {
         writer.start()
 
         let inbox = CommandInbox(maxEvents: configuration.commands.inboxMaxMessages)
-        let client = try makeMQTTClient(spool: spool, inbox: inbox, router: router)
+        let drain = DrainMarker()
+        let client = try makeMQTTClient(spool: spool, inbox: inbox, router: router, drain: drain)
         var relaySettings = CommandRelay.Settings(configuration)
         relaySettings.router = router
         let relay = CommandRelay(
@@ -187,6 +201,10 @@ public final class IngestService: Service, Sendable {
         notifier.notify("STOPPING=1\nSTATUS=writing what was received")
         watchdog.cancel()
         events.cancel()
+        if let membership {
+            await handOverShare(membership, client: client, subscriptions: subscriptions, drain: drain)
+            await membership.stop()
+        }
         _ = try? client.publish(statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
         // A callback waiting on a full spool must finish before the MQTT loop can stop, and what it
         // holds must still be stored (its PUBACK follows).
@@ -215,12 +233,55 @@ public final class IngestService: Service, Sendable {
         }
     }
 
+    /// When another member of the share group runs: unsubscribes the shared filters, so that the broker
+    /// deals to the others from now on, and waits (at most `ingest.shutdown_flush_timeout_seconds`) for the
+    /// drain marker, behind which the broker has delivered everything it dealt this instance before. What
+    /// arrived is in the spool, and the writer stores it before outletd exits. The sole member keeps its
+    /// subscriptions: the broker queues for it until it is back (``ShareGroupMembership``).
+    private func handOverShare(
+        _ membership: ShareGroupMembership, client: MQTTClient, subscriptions: [String], drain: DrainMarker
+    ) async {
+        let handOver = (try? await Blocking.run("outletd-handover") { membership.decideHandover() }) ?? false
+        guard handOver else {
+            logger.info(
+                "keeping the shared subscriptions: no other member of the share group runs",
+                metadata: ["share_group": "\(configuration.mqtt.shareGroup)"])
+            return
+        }
+        guard client.isConnected else {
+            logger.warning("not connected to the broker: this instance's share waits in its session until it is back")
+            return
+        }
+        let token = UUID().uuidString
+        drain.expect(token)
+        let plain = subscriptions.filter { !$0.hasPrefix("$share/") }
+        client.setSubscriptions((plain + [drainTopic]).map { (filter: $0, qos: 1) })
+        let timeout = configuration.ingest.shutdownFlushTimeoutSeconds
+        let drainTopic = self.drainTopic
+        let arrived =
+            (try? await Blocking.run("outletd-drain") {
+                try client.publish(drainTopic, payload: Array(token.utf8), qos: 1)
+                return drain.wait(seconds: timeout)
+            }) ?? false
+        if arrived {
+            logger.info(
+                "handed this instance's share to the other members of the share group",
+                metadata: ["share_group": "\(configuration.mqtt.shareGroup)"])
+        } else {
+            logger.warning(
+                "the broker did not confirm the hand-over in time; what it still holds for this instance waits in its session",
+                metadata: ["timeout_s": "\(timeout)"])
+        }
+    }
+
     private var redactedMQTTURL: String {
         (try? MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID).redactedURL)
             ?? "(invalid URL)"
     }
 
-    func makeMQTTClient(spool: Spool, inbox: CommandInbox, router: ProtocolRouter) throws -> MQTTClient {
+    func makeMQTTClient(spool: Spool, inbox: CommandInbox, router: ProtocolRouter, drain: DrainMarker) throws
+        -> MQTTClient
+    {
         var mqtt = try MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID)
         mqtt.cleanStart = false
         mqtt.sessionExpiryInterval = UInt32(clamping: configuration.mqtt.sessionExpirySeconds)
@@ -232,12 +293,17 @@ public final class IngestService: Service, Sendable {
         mqtt.will = MQTTMessage.Will(topic: statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
         let metrics = self.metrics
         let prefix = configuration.mqtt.topicPrefix
+        let drainTopic = self.drainTopic
         // Runs on libmosquitto's network thread; the PUBACK leaves after it returns. Telemetry goes
         // to the spool (it blocks while the spool is full or the disk refuses: the broker queues).
         // Set requests, state and availability reports go to the command relay, which does not wait
         // for a telemetry batch; a set request's callback waits until the relay stored the command,
         // so an acknowledged request is never lost.
         return try MQTTClient(configuration: mqtt) { message in
+            if message.topic == drainTopic {
+                drain.arrived(message.payload)
+                return
+            }
             let raw = RawMessage(topic: message.topic, payload: message.payload, receivedAt: Date())
             switch NativeProtocol.parseTopic(message.topic, prefix: prefix)?.kind {
             case .set?:
