@@ -1,5 +1,5 @@
 // libFuzzer target: the Tasmota decoders (SENSOR/STATUS8 for two relays, state, LWT, discovery) must turn any
-// bytes into a reading or a rejection, never trap, hang or leak. Built by scripts/fuzz with Sources/Telemetry.
+// bytes into a reading, a rejection or an ignored kind, never trap, hang or leak. Built by scripts/fuzz with Sources/Telemetry.
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -7,9 +7,11 @@ public func fuzzTasmota(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let payload = Array(UnsafeBufferPointer(start: data, count: size))
     for channel in 1...2 {
         let decoded = TasmotaProtocol.decodeSensor(
-            payload, channel: channel, channelCount: 2, receivedAt: Date(timeIntervalSince1970: 1_800_000_000),
-            limits: ValidationLimits())
-        if decoded.readings.isEmpty && decoded.rejections.isEmpty { fatalError("message vanished") }
+            payload, channel: channel, channelCount: 2, meterChannel: 1,
+            receivedAt: Date(timeIntervalSince1970: 1_800_000_000), limits: ValidationLimits())
+        if decoded.readings.isEmpty && decoded.rejections.isEmpty && decoded.ignored == nil {
+            fatalError("message vanished")
+        }
         for reading in decoded.readings where !(0...50_000).contains(reading.powerWatts) {
             fatalError("power outside the limits: \(reading.powerWatts)")
         }
