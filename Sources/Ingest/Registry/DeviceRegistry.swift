@@ -73,9 +73,10 @@ public struct ProtocolTopicKey: Sendable, Hashable {
 /// The in-memory copy of the `devices` table that every message is checked against.
 ///
 /// Filled and kept fresh by ``RegistryListener`` (LISTEN/NOTIFY plus a periodic full reload);
-/// read by the writer thread. One lock guards the dictionary, hence `@unchecked Sendable`.
+/// read by the writer thread. One lock (a condition, so that the first load can be awaited) guards the
+/// dictionary, hence `@unchecked Sendable`.
 public final class DeviceRegistry: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NSCondition()
     private var devices: [String: RegisteredDevice] = [:]
     /// (protocol, device topic) → channel → code, for Tasmota and Shelly outlets; kept with `devices`.
     private var byAddress: [ProtocolTopicKey: [Int: String]] = [:]
@@ -120,7 +121,18 @@ public final class DeviceRegistry: @unchecked Sendable {
         devices = entries
         byAddress = index
         loaded = true
+        lock.broadcast()
         lock.unlock()
+    }
+
+    /// Waits until the first full load happened; false when `deadline` passed first.
+    public func waitUntilLoaded(until deadline: Date) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        while !loaded {
+            if !lock.wait(until: deadline) { return loaded }
+        }
+        return true
     }
 
     /// Sets or (with nil) removes one outlet.

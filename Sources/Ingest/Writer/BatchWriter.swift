@@ -29,6 +29,11 @@ public final class BatchWriter: Sendable {
         /// Names this instance's row of `ingest_checkpoints`.
         public var instanceID: String
 
+        /// When batches end (``FlushPolicy``).
+        public var flushPolicy: FlushPolicy {
+            FlushPolicy(maxRows: batchMaxRows, maxDelay: batchMaxDelay, holdWindow: ShellyGen1Polls<Int>.window)
+        }
+
         public init(_ configuration: OutletdConfiguration) {
             instanceID = configuration.instanceID
             batchMaxRows = configuration.ingest.batchMaxRows
@@ -107,35 +112,22 @@ public final class BatchWriter: Sendable {
 
         mutating func run() {
             defer { connection?.close() }
+            let policy = writer.settings.flushPolicy
             var batch = newBatch()
-            var batchStartedAt: Date?
-            /// Since when (wall clock) Shelly Gen1 polls have been open without a break.
-            var holdingSince: Date?
+            var state = FlushPolicy.State()
             while true {
                 writer.heartbeat.beat()
                 noteShutdown()
                 guard waitForRegistry(), positionSpool() else { return }
-                let now = Date()
-                var deadline =
-                    batchStartedAt.map { $0.addingTimeInterval(settings.batchMaxDelay) }
-                    ?? now.addingTimeInterval(0.5)
-                // A Shelly Gen1 poll waiting for its other half holds the batch open until it completes, at
-                // most a poll window.
-                if let holdingSince {
-                    deadline = max(deadline, holdingSince.addingTimeInterval(ShellyGen1Polls<Int>.window))
-                }
-                // Read in slices: a batch of many thousand rows never holds its raw messages at once. A batch
-                // held open by a poll reads one record at a time, to end at the first moment no poll is.
-                let room =
-                    holdingSince != nil
-                    ? 1 : min(Self.recordsPerRead, max(1, settings.batchMaxRows - batch.rowCount))
+                let holding = state.holdingSince != nil
+                let (room, deadline) = policy.nextRead(state, now: Date())
                 let records: [SpoolRecord]
                 do {
                     records = try writer.spool.read(upTo: room, waitingUntil: deadline)
                 } catch {
                     writer.logger.error("cannot read the spool; retrying", metadata: ["error": "\(error)"])
                     if pastShutdownDeadline { return }
-                    Thread.sleep(forTimeInterval: 1)
+                    sleepBeating(seconds: 1)
                     continue
                 }
                 for record in records {
@@ -147,47 +139,41 @@ public final class BatchWriter: Sendable {
                     batchEnd = record.end
                     batchRecords += 1
                 }
-                if batchStartedAt == nil && !batch.isEmpty {
-                    // The delay counts from when the batch's oldest reading was received, not from
-                    // when it was read: readings that arrived during the previous transaction have
-                    // already waited that long.
-                    batchStartedAt = min(records.first?.message.receivedAt ?? Date(), Date())
+                let now = Date()
+                if state.oldestReceivedAt == nil && !batch.isEmpty {
+                    // The delay counts from when the batch's oldest message was received, not from when it
+                    // was read: messages that arrived during the previous transaction have waited that long.
+                    state.oldestReceivedAt = min(records.first?.message.receivedAt ?? now, now)
                 }
-                let drained = writer.spool.isIntakeStoppedAndRead
-                // A full read means more is waiting: take it into this batch (up to batchMaxRows)
-                // before the delay flushes it, or a backlog would be written a slice per batch.
-                let more = records.count == room && holdingSince == nil
-                let due =
-                    !more && (batchStartedAt.map { Date().timeIntervalSince($0) >= settings.batchMaxDelay } ?? false)
-                // The record of a poll's first half is committed only with the poll's sample: a batch does not
-                // end while a poll is open. A poll ends when its other half comes or, in the spool's order, once
-                // a message received a window later is read. Polls open for a window of wall-clock time (a half
-                // that never comes; outlets that keep opening polls) and at the end of the spool end at once,
-                // with what they have, so that nothing holds a batch back for ever.
+                state.rows = batch.rowCount
+                state.hasMessages = batchEnd != nil
+                state.lastReadWasFull = !holding && records.count == room
+                state.drained = writer.spool.isIntakeStoppedAndRead
+                // The record of a poll's first half is committed only with the poll's sample: no batch ends
+                // while a poll is open. A poll ends when its other half comes or, in the spool's order, once
+                // a message received a window later is read; the policy ends the rest.
                 if writer.classifier.isHolding {
-                    let since = holdingSince ?? Date()
-                    holdingSince = since
-                    if drained || Date().timeIntervalSince(since) >= ShellyGen1Polls<Int>.window {
+                    state.holdingSince = state.holdingSince ?? now
+                    if policy.shouldGiveUpHeldPolls(state, now: now) {
                         let released = writer.classifier.releaseHeld()
                         for kind in released.ignored { writer.metrics.messageIgnored(kind) }
                         batch.addReleased(released)
+                        state.rows = batch.rowCount
                     }
                 }
-                if !writer.classifier.isHolding { holdingSince = nil }
-                if let end = batchEnd, holdingSince == nil, batch.rowCount >= settings.batchMaxRows || due || drained {
+                if !writer.classifier.isHolding { state.holdingSince = nil }
+                let drained = state.drained
+                if let end = batchEnd, policy.shouldFlush(state, now: now) {
                     guard flush(batch, end: end) else { return }
                     writer.spool.commit(through: end, records: batchRecords)
                     batch = newBatch()
-                    batchStartedAt = nil
+                    state = FlushPolicy.State()
                     batchEnd = nil
                     batchRecords = 0
                 }
                 if drained && batchEnd == nil { return }
             }
         }
-
-        /// Records taken from the spool per read (the raw messages held at once).
-        static let recordsPerRead = 1_000
 
         func newBatch() -> Batch {
             Batch(
@@ -206,14 +192,14 @@ public final class BatchWriter: Sendable {
             return false
         }
 
-        /// Classifying before the registry is loaded would reject every code as unknown.
+        /// Classifying before the registry is loaded would reject every code as unknown: waits for its first
+        /// load (an event), beating the heartbeat and watching for the shutdown every half second.
         mutating func waitForRegistry() -> Bool {
-            while !writer.registry.isLoaded {
+            while !writer.registry.waitUntilLoaded(until: Date().addingTimeInterval(0.5)) {
                 writer.heartbeat.beat()
                 noteShutdown()
                 if pastShutdownDeadline { return false }
                 if writer.spool.isIntakeStoppedAndRead { return true }
-                Thread.sleep(forTimeInterval: 0.05)
             }
             return true
         }
