@@ -301,16 +301,18 @@ import Testing
         let registry = DeviceRegistry()
         registry.replaceAll([:])
         let inbox = CommandInbox(maxEvents: 10)
-        let relay = CommandRelay(
-            inbox: inbox, registry: registry, client: client, settings: CommandRelay.Settings(configuration),
-            connectionString: setup.url, metrics: IngestMetrics(), logger: Logger(label: "test"))
+        let relay = DatabaseWorker(
+            CommandRelay(
+                inbox: inbox, registry: registry, client: client, settings: CommandRelay.Settings(configuration),
+                metrics: IngestMetrics(), logger: Logger(label: "test")),
+            connectionString: setup.url, reconnectDelayMax: 1, logger: Logger(label: "test"))
         relay.start()
         let report = RawMessage(topic: "\(setup.prefix)/ghost-1/state", payload: Array("on".utf8), receivedAt: Date())
         #expect(inbox.append(report, waitForCommit: false))
         inbox.close()
         let ended = Locked(false)
         let finishing = Task {
-            await relay.finish()
+            await relay.stop()
             ended.value = true
         }
         try await Harness.waitUntil(timeout: 10, "the relay ended") { ended.value }

@@ -314,11 +314,13 @@ import Testing
         func group(_ size: Int) -> [ShareGroupMembership] {
             let name = TestStack.uniqueName("g")
             names.append("'\(name)'")
-            return (0..<size).map { _ in ShareGroupMembership(group: name, connectionString: url, logger: logger) }
+            return (0..<size).map { _ in ShareGroupMembership(group: name) }
         }
         let (pair, three, sole) = (group(2), group(3), group(1))
-        let all = pair + three + sole
-        for member in all { member.start() }
+        let workers = (pair + three + sole).map {
+            DatabaseWorker($0, connectionString: url, reconnectDelayMax: 1, logger: logger)
+        }
+        for worker in workers { worker.start() }
         let held = """
             SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
               AND objid IN (SELECT hashtext(name)::oid FROM unnest(ARRAY[\(names.joined(separator: ","))]) AS n(name))
@@ -335,7 +337,7 @@ import Testing
         #expect(together.sorted { !$0 && $1 } == [false, true])
         #expect(oneByOne == [true, true, false])
         #expect(alone == false)
-        for member in all { await member.stop() }
+        for worker in workers { await worker.stop() }
     }
 
     /// Three `outletd run` processes in one share group, 250 outlets publishing once a second; one instance

@@ -88,7 +88,7 @@ final class NotifySocket: @unchecked Sendable {
         try await Task.sleep(for: .milliseconds(300))  // a heartbeat left alone is stale by now
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let feeding = Task { await IngestService.feedWatchdog(notifier, writer: heartbeat, logger: logger) }
+        let feeding = Task { await Watchdog.feed(notifier, writer: heartbeat, logger: logger) }
         let received = await Blocking.runOrEmpty { socket.receive(for: 2) }
         feeding.cancel()
         beating.cancel()

@@ -61,14 +61,14 @@ import Testing
 
     @Test func tlsIsOnForMqttsOrAnyTLSFile() {
         var settings = OutletdConfiguration.MQTTSettings()
-        #expect(IngestService.tls(settings, base: nil) == nil)
-        #expect(IngestService.tls(settings, base: .init()) == .init())
+        #expect(MQTTIntake.tls(settings, base: nil) == nil)
+        #expect(MQTTIntake.tls(settings, base: .init()) == .init())
         settings.tlsCAFile = "/etc/outletd/ca.pem"
-        #expect(IngestService.tls(settings, base: nil) == .init(caFile: "/etc/outletd/ca.pem"))
+        #expect(MQTTIntake.tls(settings, base: nil) == .init(caFile: "/etc/outletd/ca.pem"))
         settings.tlsCertificateFile = "/c.pem"
         settings.tlsKeyFile = "/c.key"
         #expect(
-            IngestService.tls(settings, base: nil)
+            MQTTIntake.tls(settings, base: nil)
                 == .init(caFile: "/etc/outletd/ca.pem", certificateFile: "/c.pem", keyFile: "/c.key"))
     }
 

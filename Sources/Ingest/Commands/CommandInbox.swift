@@ -7,8 +7,8 @@ import Foundation
 /// (up to ``commitWaitSeconds``) until the relay has committed the command, so its PUBACK leaves only once the
 /// request is stored: a crash of outletd cannot lose an acknowledged request.
 ///
-/// All state sits behind one `NSCondition`, hence `@unchecked Sendable`.
-public final class CommandInbox: @unchecked Sendable {
+/// All state sits behind one ``Guarded`` lock with its condition.
+public final class CommandInbox: Sendable {
     /// What the relay is told.
     public enum Event: Sendable {
         /// A message from `<prefix>/+/set`, `/state` or `/availability`; `done` is signalled once it is handled.
@@ -18,30 +18,20 @@ public final class CommandInbox: @unchecked Sendable {
     }
 
     /// A one-shot signal a callback can wait on.
-    public final class Completion: @unchecked Sendable {
-        private let condition = NSCondition()
-        private var done = false
+    public final class Completion: Sendable {
+        private let done = Guarded(false)
 
         init() {}
 
         /// Marks it done and wakes the waiter.
         public func signal() {
-            condition.lock()
-            done = true
-            condition.broadcast()
-            condition.unlock()
+            done.update { $0 = true }
         }
 
         /// Waits until signalled or `seconds` passed; returns whether it was signalled.
         @discardableResult
         func wait(seconds: Double) -> Bool {
-            let deadline = Date(timeIntervalSinceNow: seconds)
-            condition.lock()
-            defer { condition.unlock() }
-            while !done {
-                if !condition.wait(until: deadline) { break }
-            }
-            return done
+            done.wait(until: Date(timeIntervalSinceNow: seconds), for: { $0 }, then: { _, ready in ready })
         }
     }
 
@@ -49,10 +39,12 @@ public final class CommandInbox: @unchecked Sendable {
     /// the request stays in the inbox; keep it well below the MQTT keep-alive.
     public static let commitWaitSeconds = 5.0
 
-    private let condition = NSCondition()
-    private var events: [Event] = []
-    private var closed = false
-    private var wakePending = false
+    private struct State: Sendable {
+        var events: [Event] = []
+        var closed = false
+        var wakePending = false
+    }
+    private let state = Guarded(State())
     /// Events the inbox holds before `append` waits.
     public let maxEvents: Int
 
@@ -66,64 +58,65 @@ public final class CommandInbox: @unchecked Sendable {
     @discardableResult
     public func append(_ message: RawMessage, waitForCommit: Bool) -> Bool {
         let completion = waitForCommit ? Completion() : nil
-        condition.lock()
-        while !closed && events.count >= maxEvents {
-            condition.wait()
+        let maxEvents = self.maxEvents
+        let added = state.wait(until: nil, for: { $0.closed || $0.events.count < maxEvents }) { state, _ in
+            guard !state.closed else { return false }
+            state.events.append(.message(message, done: completion))
+            return true
         }
-        guard !closed else {
-            condition.unlock()
-            return false
-        }
-        events.append(.message(message, done: completion))
-        condition.broadcast()
-        condition.unlock()
+        guard added else { return false }
         completion?.wait(seconds: Self.commitWaitSeconds)
         return true
     }
 
     /// Tells the relay the database changed (coalesced: at most one such event waits).
     public func databaseChanged() {
-        condition.lock()
-        defer { condition.unlock() }
-        guard !closed && !wakePending else { return }
-        wakePending = true
-        events.append(.databaseChanged)
-        condition.broadcast()
+        state.update { state in
+            guard !state.closed && !state.wakePending else { return }
+            state.wakePending = true
+            state.events.append(.databaseChanged)
+        }
     }
 
     /// Takes everything waiting; waits until something is there, the inbox is closed, or `deadline` passes.
     public func take(waitingUntil deadline: Date) -> [Event] {
-        condition.lock()
-        defer { condition.unlock() }
-        while events.isEmpty && !closed {
-            if !condition.wait(until: deadline) { break }
+        state.wait(until: deadline, for: { !$0.events.isEmpty || $0.closed }) { state, _ in
+            defer {
+                state.events.removeAll(keepingCapacity: true)
+                state.wakePending = false
+            }
+            return state.events
         }
-        let taken = events
-        events.removeAll(keepingCapacity: true)
-        wakePending = false
-        condition.broadcast()
-        return taken
+    }
+
+    /// Puts events taken but not handled (the database failed meanwhile) back at the front, in their order.
+    public func putBack(_ events: [Event]) {
+        guard !events.isEmpty else { return }
+        state.update { $0.events.insert(contentsOf: events, at: 0) }
+    }
+
+    /// Gives up what is left: wakes the callbacks waiting on it. For a stop while the database is away.
+    public func abandon() -> Int {
+        let left = state.update { state in
+            defer { state.events.removeAll() }
+            return state.events
+        }
+        for case .message(_, let done?) in left { done.signal() }
+        return left.count
     }
 
     /// No more events are accepted; the relay handles what is left and stops.
     public func close() {
-        condition.lock()
-        closed = true
-        condition.broadcast()
-        condition.unlock()
+        state.update { $0.closed = true }
     }
 
     /// Whether ``close()`` was called.
     public var isClosed: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return closed
+        state.withLock { $0.closed }
     }
 
     /// Whether ``close()`` was called and every event was taken.
     public var isClosedAndDrained: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return closed && events.isEmpty
+        state.withLock { $0.closed && $0.events.isEmpty }
     }
 }

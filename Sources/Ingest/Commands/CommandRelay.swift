@@ -2,16 +2,18 @@ import Foundation
 import Logging
 import MQTT
 import Postgres
+import Synchronization
 import Telemetry
 
-/// The command relay thread: turns set requests, state and availability reports and database changes into
-/// command transitions, publishes commands to outlets and every transition on `set/result`.
+/// The command relay: turns set requests, state and availability reports and database changes into command
+/// transitions, publishes commands to outlets and every transition on `set/result`.
 ///
-/// It has a thread and a PostgreSQL connection of its own (libpq blocks; never on the cooperative pool), and
-/// does not wait for telemetry batches: a request is recorded, claimed and published within milliseconds.
-/// Timeouts and expiry are found by a sweep every `sweepInterval` (conditional `UPDATE`s on deadlines stored in
-/// the rows), so they survive restarts and several instances agree on them. See docs/COMMANDS.md.
-public final class CommandRelay: Sendable {
+/// A ``DatabaseWorker`` runs it, on a thread and a PostgreSQL connection of its own (libpq blocks; never on the
+/// cooperative pool), and it does not wait for telemetry batches: a request is recorded, claimed and published
+/// within milliseconds. Timeouts and expiry are found by a sweep every `sweepInterval` (conditional `UPDATE`s on
+/// deadlines stored in the rows), so they survive restarts and several instances agree on them. It ends by
+/// itself once its inbox is closed (intake stopped) and handled. See docs/COMMANDS.md.
+public struct CommandRelay: DatabaseJob {
     /// How the relay behaves.
     public struct Settings: Sendable {
         public var instanceID: String
@@ -19,7 +21,6 @@ public final class CommandRelay: Sendable {
         public var confirmTimeoutSeconds: Double
         public var offlineExpirySeconds: Double
         public var sweepIntervalSeconds: Double
-        public var reconnectDelayMaxSeconds: Double
         public var keepRejectedMessages: Int
         public var payloadExcerptBytes: Int
         public var maxPayloadBytes: Int
@@ -36,63 +37,109 @@ public final class CommandRelay: Sendable {
             confirmTimeoutSeconds = configuration.commands.confirmTimeoutSeconds
             offlineExpirySeconds = configuration.commands.offlineExpirySeconds
             sweepIntervalSeconds = Double(configuration.commands.sweepIntervalMilliseconds) / 1_000
-            reconnectDelayMaxSeconds = configuration.database.reconnectDelayMaxSeconds
             keepRejectedMessages = configuration.rejections.keepMessages
             payloadExcerptBytes = configuration.rejections.payloadExcerptBytes
             maxPayloadBytes = configuration.validation.maxPayloadBytes
         }
     }
 
+    /// What the relay's runs share with the rest of outletd.
+    private final class Shared: Sendable {
+        /// The backend process id of the relay's connection (0 when not connected).
+        let backendPID = Atomic<Int32>(0)
+        /// Failed connections since the inbox was closed.
+        let failuresWhileStopping = Mutex(0)
+    }
+
+    public var name: String { "outletd-commands" }
     private let inbox: CommandInbox
     private let registry: DeviceRegistry
     private let client: MQTTClient
     private let protocols: SwitchProtocols
     private let settings: Settings
-    private let connectionString: String
     private let metrics: IngestMetrics
     private let logger: Logger
-    private let completion = ThreadCompletion()
-    private let pid = BackendPIDBox()
+    private let shared = Shared()
 
     public init(
         inbox: CommandInbox, registry: DeviceRegistry, client: MQTTClient,
-        protocols: SwitchProtocols = SwitchProtocols(),
-        settings: Settings, connectionString: String, metrics: IngestMetrics, logger: Logger
+        protocols: SwitchProtocols = SwitchProtocols(), settings: Settings, metrics: IngestMetrics, logger: Logger
     ) {
         self.inbox = inbox
         self.registry = registry
         self.client = client
         self.protocols = protocols
         self.settings = settings
-        self.connectionString = connectionString
         self.metrics = metrics
         self.logger = logger
     }
 
     /// The backend process id of the relay's connection (0 when not connected): notifications it caused itself
     /// need no wake-up.
-    public var backendPID: Int32 { pid.value }
+    public var backendPID: Int32 { shared.backendPID.load(ordering: .relaxed) }
 
-    /// Starts the thread.
-    public func start() {
-        let thread = Thread { [self] in
-            var loop = Loop(relay: self)
-            loop.run()
-            self.completion.markFinished()
+    /// The relay ends by itself: when the inbox is closed and handled, not when asked.
+    public var stopsWhenAsked: Bool { false }
+    public var isFinished: Bool { inbox.isClosedAndDrained }
+
+    public func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
+        shared.backendPID.store(connection.backendPID, ordering: .relaxed)
+        defer { shared.backendPID.store(0, ordering: .relaxed) }
+        try CommandStore(connection: connection).writeSettings(
+            confirmTimeoutSeconds: settings.confirmTimeoutSeconds, offlineExpirySeconds: settings.offlineExpirySeconds)
+        guard waitUntilReady() else { return }
+        var loop = Loop(relay: self)
+        try loop.run(CommandStore(connection: connection))
+        if context.reconnected { logger.info("command relay recovered") }
+    }
+
+    public func connectionFailed(_ error: any Error) {
+        metrics.databaseError()
+        guard inbox.isClosed else { return }
+        // Stopping while the database is away: after a few attempts, the requests left are given up.
+        let failures = shared.failuresWhileStopping.withLock {
+            $0 += 1
+            return $0
         }
-        thread.name = "outletd-commands"
-        thread.start()
+        if failures > 3 {
+            let left = inbox.abandon()
+            logger.warning(
+                "stopping without the database: reports and requests not handled", metadata: ["events": "\(left)"])
+        }
     }
 
-    /// Waits until the thread ended (after ``CommandInbox/close()`` it handles what is left first).
-    public func finish() async {
-        await completion.wait()
+    /// Commands wait for the registry (codes) and the broker. When outletd stops before both are there, the
+    /// reports and requests already received are still handled, without the broker (nothing is published while
+    /// stopping), once the registry is loaded; waiting for the broker then would never end. Without a registry
+    /// within `commitWaitSeconds` they are given up. Returns false when nothing is left to do.
+    private func waitUntilReady() -> Bool {
+        var stoppingSince: Date?
+        while !registry.isLoaded || !client.isConnected {
+            if inbox.isClosedAndDrained { return false }
+            if inbox.isClosed {
+                if registry.isLoaded { return true }
+                let since = stoppingSince ?? Date()
+                stoppingSince = since
+                if Date().timeIntervalSince(since) > CommandInbox.commitWaitSeconds {
+                    let left = inbox.abandon()
+                    logger.warning(
+                        "stopping before the outlet registry was loaded: reports and requests not handled",
+                        metadata: ["events": "\(left)"])
+                    return false
+                }
+                _ = registry.waitUntilLoaded(until: Date().addingTimeInterval(0.05))
+                continue
+            }
+            if registry.waitUntilLoaded(until: Date().addingTimeInterval(0.05)) {
+                _ = client.waitUntilConnectedBlocking(timeout: .milliseconds(50))
+            }
+        }
+        return true
     }
 
-    /// The relay's mutable state, owned by its thread.
+    /// One connection's worth of the relay's work: what it must do next, owned by the worker's thread.
     private struct Loop {
         let relay: CommandRelay
-        var connection: PostgresConnection?
         var needsResume = true
         var needsSend = true
         var needsResults = true
@@ -100,46 +147,12 @@ public final class CommandRelay: Sendable {
 
         var settings: Settings { relay.settings }
 
-        mutating func run() {
-            defer {
-                connection?.close()
-                relay.pid.value = 0
-            }
-            // Commands wait for the registry (codes) and the broker. When outletd stops before both are there, the
-            // reports and requests already received are still handled, without the broker (nothing is published
-            // while stopping), once the registry is loaded; waiting for the broker then would never end. Without a
-            // registry within `commitWaitSeconds` (the database is down) they are given up.
-            var stoppingSince: Date?
-            while !relay.registry.isLoaded || !relay.client.isConnected {
-                if relay.inbox.isClosedAndDrained { return }
-                if relay.inbox.isClosed {
-                    if relay.registry.isLoaded { break }
-                    let since = stoppingSince ?? Date()
-                    stoppingSince = since
-                    if Date().timeIntervalSince(since) > CommandInbox.commitWaitSeconds {
-                        let left = relay.inbox.take(waitingUntil: Date())
-                        for case .message(_, let done?) in left { done.signal() }
-                        relay.logger.warning(
-                            "stopping before the outlet registry was loaded: reports and requests not handled",
-                            metadata: ["events": "\(left.count)"])
-                        return
-                    }
-                    Thread.sleep(forTimeInterval: 0.02)
-                    continue
-                }
-                _ = relay.client.waitUntilConnectedBlocking(timeout: .milliseconds(50))
-                if !relay.registry.isLoaded { Thread.sleep(forTimeInterval: 0.02) }
-            }
-            var pending: [CommandInbox.Event] = []
-            var backoff = Backoff(initial: 0.2, maximum: settings.reconnectDelayMaxSeconds)
-            while true {
-                if pending.isEmpty {
-                    if relay.inbox.isClosedAndDrained { return }
-                    pending = relay.inbox.take(waitingUntil: nextSweep)
-                }
+        /// Handles events until the inbox is closed and handled. Events taken and not handled when the database
+        /// fails go back into the inbox for the next connection.
+        mutating func run(_ store: CommandStore) throws {
+            while !relay.inbox.isClosedAndDrained {
+                var pending = relay.inbox.take(waitingUntil: nextSweep)[...]
                 do {
-                    let connection = try currentConnection()
-                    let store = CommandStore(connection: connection)
                     // Unconfirmed commands are sent again once the broker is there, never while outletd stops.
                     if needsResume && relay.client.isConnected && !relay.inbox.isClosed {
                         let unconfirmed = try store.unconfirmed(sentBy: settings.instanceID)
@@ -177,49 +190,11 @@ public final class CommandRelay: Sendable {
                         needsResults = false
                         _ = try store.publishResults { publish($0) }
                     }
-                    if backoff.attempts > 0 {
-                        relay.logger.info("command relay recovered", metadata: ["attempts": "\(backoff.attempts)"])
-                    }
-                    backoff.reset()
                 } catch {
-                    relay.metrics.databaseError()
-                    let connectionProblem = (error as? PostgresError)?.isConnectionError ?? false
-                    if connectionProblem || connection?.isHealthy == false {
-                        connection?.close()
-                        connection = nil
-                        relay.pid.value = 0
-                    }
-                    let delay = backoff.nextDelay()
-                    relay.logger.warning(
-                        "command relay: database call failed; retrying",
-                        metadata: ["error": "\(error)", "retry_in_s": "\(String(format: "%.1f", delay))"])
-                    if relay.inbox.isClosedAndDrained && backoff.attempts > 3 {
-                        for case .message(_, let done?) in pending { done.signal() }
-                        return
-                    }
-                    Thread.sleep(forTimeInterval: delay)
+                    relay.inbox.putBack(Array(pending))
+                    throw error
                 }
             }
-        }
-
-        mutating func currentConnection() throws -> PostgresConnection {
-            if let connection { return connection }
-            let fresh = try PostgresConnection(
-                connectionString: relay.connectionString, applicationName: "outletd-commands")
-            do {
-                try CommandStore(connection: fresh).writeSettings(
-                    confirmTimeoutSeconds: settings.confirmTimeoutSeconds,
-                    offlineExpirySeconds: settings.offlineExpirySeconds)
-            } catch {
-                fresh.close()
-                throw error
-            }
-            connection = fresh
-            relay.pid.value = fresh.backendPID
-            needsResume = true
-            needsSend = true
-            needsResults = true
-            return fresh
         }
 
         mutating func handle(_ event: CommandInbox.Event, _ store: CommandStore) throws {
@@ -448,25 +423,6 @@ public final class CommandRelay: Sendable {
             } catch {
                 relay.logger.warning("publishing a command result failed", metadata: ["error": "\(error)"])
             }
-        }
-    }
-}
-
-/// The relay connection's backend pid, written by the relay thread and read by the listener. Lock-guarded.
-private final class BackendPIDBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Int32 = 0
-
-    var value: Int32 {
-        get {
-            lock.lock()
-            defer { lock.unlock() }
-            return stored
-        }
-        set {
-            lock.lock()
-            stored = newValue
-            lock.unlock()
         }
     }
 }

@@ -2,63 +2,28 @@ import Foundation
 import Logging
 import Postgres
 
-/// Partitions and retention, on a thread of its own with its own connection: at start and then
-/// every `retention.maintenance_interval_seconds`, creates the daily partitions of `samples` ahead
-/// of time, drops the raw partitions older than `retention.raw_days` and deletes rollups past
-/// their retention (``RollupStore/maintain(_:now:)``). The writer also creates a missing partition
-/// on demand, so a late pass never loses a reading.
-public final class MaintenanceTask: Sendable {
-    private let connectionString: String
+/// Partitions and retention (run by a ``DatabaseWorker``): at start and then every
+/// `retention.maintenance_interval_seconds`, creates the daily partitions of `samples` ahead of time, drops
+/// the raw partitions older than `retention.raw_days` and deletes rollups past their retention
+/// (``RollupStore/maintain(_:now:)``). The writer also creates a missing partition on demand, so a late pass
+/// never loses a reading.
+public struct MaintenanceTask: DatabaseJob {
+    public var name: String { "outletd-maintenance" }
     private let retention: OutletdConfiguration.RetentionSettings
-    private let reconnectDelayMax: Double
-    private let logger: Logger
-    private let worker = WorkerThread(name: "outletd-maintenance")
-    private var stopFlag: StopFlag { worker.stopFlag }
 
-    public init(
-        connectionString: String, retention: OutletdConfiguration.RetentionSettings, reconnectDelayMax: Double,
-        logger: Logger
-    ) {
-        self.connectionString = connectionString
+    public init(retention: OutletdConfiguration.RetentionSettings) {
         self.retention = retention
-        self.reconnectDelayMax = reconnectDelayMax
-        self.logger = logger
     }
 
-    /// Starts the thread.
-    public func start() {
-        worker.start { [self] in self.loop() }
-    }
-
-    /// Asks the thread to stop and waits for it (a pass under way finishes first).
-    public func stop() async {
-        await worker.stop()
-    }
-
-    private func loop() {
-        var backoff = Backoff(initial: 1, maximum: max(1, reconnectDelayMax))
-        while !stopFlag.isSet {
-            do {
-                let connection = try PostgresConnection(
-                    connectionString: connectionString, applicationName: "outletd-maintenance")
-                defer { connection.close() }
-                while !stopFlag.isSet {
-                    let outcome = try RollupStore(connection: connection).maintain(retention)
-                    backoff.reset()
-                    log(outcome)
-                    stopFlag.sleep(seconds: retention.maintenanceIntervalSeconds)
-                }
-            } catch {
-                let delay = backoff.nextDelay()
-                logger.warning(
-                    "maintenance failed; retrying",
-                    metadata: ["error": "\(error)", "retry_in_s": "\(String(format: "%.1f", delay))"])
-                stopFlag.sleep(seconds: delay)
-            }
+    public func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
+        while !context.stop.isSet {
+            let outcome = try RollupStore(connection: connection).maintain(retention)
+            Self.log(outcome, context.logger)
+            context.stop.sleep(seconds: retention.maintenanceIntervalSeconds)
         }
     }
 
-    private func log(_ outcome: RollupStore.MaintenanceOutcome) {
+    private static func log(_ outcome: RollupStore.MaintenanceOutcome, _ logger: Logger) {
         let metadata: Logger.Metadata = [
             "partitions_created": "\(outcome.partitionsCreated)",
             "partitions_dropped": "\(outcome.partitionsDropped.joined(separator: ","))",

@@ -83,47 +83,36 @@ public final class IngestService: Service, Sendable {
     /// the session holds nothing more of the share.
     public var drainTopic: String { "outletd/\(configuration.instanceID)/drain" }
 
+    /// The composition root: prepares the database, opens the spool, wires the parts and runs them as one
+    /// `ServiceGroup`. They start in this order and stop in the reverse one: intake first (hand-over, disconnect,
+    /// no more messages), then the writer (stores what the spool holds), the relay (handles what its inbox
+    /// holds), the listeners and maintenance.
     public func run() async throws {
-        let configuration = self.configuration
-        let logger = self.logger
+        let (configuration, logger, metrics) = (self.configuration, self.logger, self.metrics)
+        let database = configuration.database
         try await prepareDatabase()
         // Tasmota FullTopics of registered outlets are subscribed to besides the configured ones (read at start).
         let registeredFullTopics = try await Blocking.run("outletd-full-topics") {
-            let connection = try PostgresConnection(
-                connectionString: configuration.database.url, applicationName: "outletd-start")
+            let connection = try PostgresConnection(connectionString: database.url, applicationName: "outletd-start")
             defer { connection.close() }
             return try DeviceStore(connection: connection).tasmotaFullTopics()
         }
         let router = ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics)
         let subscriptions = subscriptions(registeredFullTopics: registeredFullTopics)
-
-        // Shared subscriptions: this instance's membership of the group, for the hand-over when it stops.
-        let membership =
-            subscriptions.contains { $0.hasPrefix("$share/") } && !configuration.mqtt.shareGroup.isEmpty
-            ? ShareGroupMembership(
-                group: configuration.mqtt.shareGroup, connectionString: configuration.database.url, logger: logger)
-            : nil
-        membership?.start()
-
-        let registry = DeviceRegistry()
-        let registryListener = RegistryListener(
-            registry: registry, connectionString: configuration.database.url,
-            refreshInterval: configuration.registry.refreshIntervalSeconds,
-            reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds,
-            logger: logger, metrics: metrics)
-        registryListener.start()
-
-        let maintenance = MaintenanceTask(
-            connectionString: configuration.database.url, retention: configuration.retention,
-            reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds, logger: logger)
-        maintenance.start()
-
         var spoolSettings = configuration.spool.settings
         spoolSettings.owner = configuration.instanceID
         let spool = try await Blocking.run("outletd-spool-open") { [spoolSettings] in
             try Spool.open(spoolSettings, logger: logger)
         }
         metrics.observe(spool)
+
+        let registry = DeviceRegistry()
+        let inbox = CommandInbox(maxEvents: configuration.commands.inboxMaxMessages)
+        let notifier = SystemdNotifier()
+        // Shared subscriptions: this instance's membership of the group, for the hand-over when it stops.
+        let membership =
+            subscriptions.contains { $0.hasPrefix("$share/") } && !configuration.mqtt.shareGroup.isEmpty
+            ? ShareGroupMembership(group: configuration.mqtt.shareGroup) : nil
         let writer = BatchWriter(
             spool: spool, registry: registry,
             classifier: MessageClassifier(
@@ -133,92 +122,41 @@ public final class IngestService: Service, Sendable {
                 keepRejectedMessages: configuration.rejections.keepMessages,
                 pendingDevicesMax: configuration.rejections.pendingDevicesMax,
                 maintainsRollups: configuration.rollups.maintain),
-            settings: BatchWriter.Settings(configuration), connectionString: configuration.database.url,
-            metrics: metrics, logger: logger)
-        writer.start()
-
-        let inbox = CommandInbox(maxEvents: configuration.commands.inboxMaxMessages)
-        let drain = DrainMarker()
-        let client = try makeMQTTClient(spool: spool, inbox: inbox, router: router, drain: drain)
+            settings: BatchWriter.Settings(configuration), connectionString: database.url, metrics: metrics,
+            logger: logger)
+        let intake = try MQTTIntake(
+            .init(
+                configuration: configuration, subscriptions: subscriptions, staleSubscriptions: staleSubscriptions,
+                statusTopic: statusTopic, drainTopic: drainTopic, router: router, spool: spool, inbox: inbox,
+                membership: membership, metrics: metrics, notifier: notifier),
+            logger: logger)
         var relaySettings = CommandRelay.Settings(configuration)
         relaySettings.router = router
         let relay = CommandRelay(
-            inbox: inbox, registry: registry, client: client, settings: relaySettings,
-            connectionString: configuration.database.url, metrics: metrics, logger: logger)
-        relay.start()
-        let commandListener = CommandListener(
-            inbox: inbox, connectionString: configuration.database.url,
-            reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds,
-            ownBackendPID: { relay.backendPID }, logger: logger)
-        commandListener.start()
-        client.setSubscriptions(subscriptions.map { (filter: $0, qos: 1) })
-        client.forgetSubscriptions(staleSubscriptions)
-        let statusTopic = self.statusTopic
-        let notifier = SystemdNotifier()
-        // Taken before the client starts, so that no event (the first `connected`) is missed.
-        let eventStream = client.events
-        let events = Task {
-            var ready = false
-            for await event in eventStream {
-                switch event {
-                case .connected(let sessionPresent):
-                    self.metrics.setBrokerConnected(true)
-                    if !ready {
-                        // Database connected and migrated, registry loading, broker subscribed.
-                        ready = true
-                        notifier.notify("READY=1\nSTATUS=receiving from \(subscriptions.joined(separator: ", "))")
-                    }
-                    logger.info(
-                        "broker connected",
-                        metadata: ["session_present": "\(sessionPresent)", "subscriptions": "\(subscriptions)"])
-                    _ = try? client.publish(statusTopic, payload: Array("online".utf8), qos: 1, retain: true)
-                case .connectionFailed(let reason):
-                    self.metrics.setBrokerConnected(false)
-                    logger.warning("broker connection failed; retrying", metadata: ["reason": "\(reason)"])
-                case .disconnected(let reason):
-                    self.metrics.setBrokerConnected(false)
-                    logger.warning("broker disconnected; reconnecting", metadata: ["reason": "\(reason)"])
-                }
-            }
+            inbox: inbox, registry: registry, client: intake.client, settings: relaySettings, metrics: metrics,
+            logger: logger)
+        func worker(_ job: some DatabaseJob) -> DatabaseWorker {
+            DatabaseWorker(
+                job, connectionString: database.url, reconnectDelayMax: database.reconnectDelayMaxSeconds,
+                logger: logger)
         }
-        // The first connection attempt (name lookup, TCP connect) blocks: keep it off the cooperative pool.
-        try await Blocking.run("outletd-mqtt-start") { try client.start() }
-        logger.info(
-            "outletd running",
-            metadata: [
-                "instance": "\(configuration.instanceID)",
-                "broker": "\(redactedMQTTURL)",
-                "database": "\(redactConnectionString(configuration.database.url))",
-                "spool": "\(configuration.spool.directory)", "fsync": "\(configuration.spool.fsync)",
-            ])
-        let statistics = Task { await self.logStatistics(every: 60) }
-        let watchdog = Task { await Self.feedWatchdog(notifier, writer: writer.heartbeat, logger: logger) }
-
-        // Run until SIGTERM/SIGINT (or cancellation).
-        try? await gracefulShutdown()
-
-        logger.info("shutting down: stopping intake, writing what was received")
-        notifier.notify("STOPPING=1\nSTATUS=writing what was received")
-        watchdog.cancel()
-        events.cancel()
-        if let membership {
-            await handOverShare(membership, client: client, subscriptions: subscriptions, drain: drain)
-            await membership.stop()
-        }
-        _ = try? client.publish(statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
-        // A callback waiting on a full spool must finish before the MQTT loop can stop, and what it
-        // holds must still be stored (its PUBACK follows).
-        spool.liftSizeLimit()
-        _ = try? await Blocking.run("outletd-mqtt-stop") { client.stop() }
-        spool.stopIntake()
-        inbox.close()
-        let unwritten = await writer.finish()
-        spool.close()
-        await relay.finish()
-        await commandListener.stop()
-        await registryListener.stop()
-        await maintenance.stop()
-        statistics.cancel()
+        var services: [any Service] = [
+            worker(MaintenanceTask(retention: configuration.retention)),
+            worker(
+                RegistryListener(
+                    registry: registry, refreshInterval: configuration.registry.refreshIntervalSeconds,
+                    metrics: metrics)),
+            worker(CommandListener(inbox: inbox, ownBackendPID: { relay.backendPID })),
+        ]
+        if let membership { services.append(worker(membership)) }
+        services += [
+            worker(relay), writer, StatisticsLog(metrics: metrics, logger: logger),
+            Watchdog(notifier: notifier, writer: writer.heartbeat, logger: logger), intake,
+        ]
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: services.map { .init(service: $0) }, logger: logger))
+        try await group.run()
         let final = metrics.snapshot()
         logger.info(
             "stopped",
@@ -226,124 +164,6 @@ public final class IngestService: Service, Sendable {
                 "received": "\(final.messagesReceived)", "stored": "\(final.readingsStored)",
                 "duplicates": "\(final.readingsDuplicate)", "rejected": "\(final.rejectedTotal)",
             ])
-        if unwritten > 0 {
-            logger.notice(
-                "records left in the spool for the next start (the database did not take them in time)",
-                metadata: ["records": "\(unwritten)"])
-        }
-    }
-
-    /// When another member of the share group runs: unsubscribes the shared filters, so that the broker
-    /// deals to the others from now on, and waits (at most `ingest.shutdown_flush_timeout_seconds`) for the
-    /// drain marker, behind which the broker has delivered everything it dealt this instance before. What
-    /// arrived is in the spool, and the writer stores it before outletd exits. The sole member keeps its
-    /// subscriptions: the broker queues for it until it is back (``ShareGroupMembership``).
-    private func handOverShare(
-        _ membership: ShareGroupMembership, client: MQTTClient, subscriptions: [String], drain: DrainMarker
-    ) async {
-        let handOver = (try? await Blocking.run("outletd-handover") { membership.decideHandover() }) ?? false
-        guard handOver else {
-            logger.info(
-                "keeping the shared subscriptions: no other member of the share group runs",
-                metadata: ["share_group": "\(configuration.mqtt.shareGroup)"])
-            return
-        }
-        guard client.isConnected else {
-            logger.warning("not connected to the broker: this instance's share waits in its session until it is back")
-            return
-        }
-        let token = UUID().uuidString
-        drain.expect(token)
-        let plain = subscriptions.filter { !$0.hasPrefix("$share/") }
-        client.setSubscriptions((plain + [drainTopic]).map { (filter: $0, qos: 1) })
-        let timeout = configuration.ingest.shutdownFlushTimeoutSeconds
-        let drainTopic = self.drainTopic
-        let arrived =
-            (try? await Blocking.run("outletd-drain") {
-                try client.publish(drainTopic, payload: Array(token.utf8), qos: 1)
-                return drain.wait(seconds: timeout)
-            }) ?? false
-        if arrived {
-            logger.info(
-                "handed this instance's share to the other members of the share group",
-                metadata: ["share_group": "\(configuration.mqtt.shareGroup)"])
-        } else {
-            logger.warning(
-                "the broker did not confirm the hand-over in time; what it still holds for this instance waits in its session",
-                metadata: ["timeout_s": "\(timeout)"])
-        }
-    }
-
-    private var redactedMQTTURL: String {
-        (try? MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID).redactedURL)
-            ?? "(invalid URL)"
-    }
-
-    func makeMQTTClient(spool: Spool, inbox: CommandInbox, router: ProtocolRouter, drain: DrainMarker) throws
-        -> MQTTClient
-    {
-        var mqtt = try MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID)
-        mqtt.cleanStart = false
-        mqtt.sessionExpiryInterval = UInt32(clamping: configuration.mqtt.sessionExpirySeconds)
-        mqtt.keepAliveSeconds = configuration.mqtt.keepAliveSeconds
-        mqtt.reconnectDelayMin = configuration.mqtt.reconnectDelayMinSeconds
-        mqtt.reconnectDelayMax = configuration.mqtt.reconnectDelayMaxSeconds
-        mqtt.receiveMaximum = configuration.mqtt.receiveMaximum
-        mqtt.tls = Self.tls(configuration.mqtt, base: mqtt.tls)
-        mqtt.will = MQTTMessage.Will(topic: statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
-        let metrics = self.metrics
-        let prefix = configuration.mqtt.topicPrefix
-        let drainTopic = self.drainTopic
-        // Runs on libmosquitto's network thread; the PUBACK leaves after it returns. Telemetry goes
-        // to the spool (it blocks while the spool is full or the disk refuses: the broker queues).
-        // Set requests, state and availability reports go to the command relay, which does not wait
-        // for a telemetry batch; a set request's callback waits until the relay stored the command,
-        // so an acknowledged request is never lost.
-        return try MQTTClient(configuration: mqtt) { message in
-            if message.topic == drainTopic {
-                drain.arrived(message.payload)
-                return
-            }
-            let raw = RawMessage(topic: message.topic, payload: message.payload, receivedAt: Date())
-            switch NativeProtocol.parseTopic(message.topic, prefix: prefix)?.kind {
-            case .set?:
-                inbox.append(raw, waitForCommit: true)
-            case .state?, .availability?:
-                inbox.append(raw, waitForCommit: false)
-            case .telemetry?, .command?:
-                metrics.messageReceived()
-                spool.append(raw)
-            case nil:
-                // Tasmota and Shelly: readings to the spool, state to the relay (a Gen2 status carries both).
-                guard let route = router.route(message.topic) else {
-                    // A Tasmota `stat/<t>/STATUS`, a Gen2 `status/sys`…: subscribed for its neighbours, not read.
-                    if router.isUnreadForeignTopic(message.topic) {
-                        metrics.messageIgnored(.unreadTopic)
-                        return
-                    }
-                    metrics.messageReceived()
-                    spool.append(raw)
-                    return
-                }
-                if route.carriesState { inbox.append(raw, waitForCommit: false) }
-                if route.carriesReadings {
-                    metrics.messageReceived()
-                    spool.append(raw)
-                }
-            }
-        }
-    }
-
-    /// TLS settings: on for `mqtts://` or when any `mqtt.tls_*` file is configured.
-    static func tls(_ settings: OutletdConfiguration.MQTTSettings, base: MQTTConfiguration.TLS?)
-        -> MQTTConfiguration.TLS?
-    {
-        let files = [settings.tlsCAFile, settings.tlsCertificateFile, settings.tlsKeyFile]
-        guard base != nil || files.contains(where: { !$0.isEmpty }) else { return nil }
-        func file(_ path: String) -> String? { path.isEmpty ? nil : path }
-        return MQTTConfiguration.TLS(
-            caFile: file(settings.tlsCAFile), certificateFile: file(settings.tlsCertificateFile),
-            keyFile: file(settings.tlsKeyFile))
     }
 
     /// Connects (retrying while the database is down) and applies or checks migrations.
@@ -408,49 +228,6 @@ public final class IngestService: Service, Sendable {
                 try await Task.sleep(for: .milliseconds(Int(delay * 1_000)))
                 if Task.isCancelled || Task.isShuttingDownGracefully { throw CancellationError() }
             }
-        }
-    }
-
-    /// Pings systemd's watchdog at half its interval while the writer thread shows progress. A
-    /// writer stuck for longer than that stops the pings, and systemd restarts outletd.
-    static func feedWatchdog(_ notifier: SystemdNotifier, writer: Heartbeat, logger: Logger) async {
-        guard let interval = notifier.watchdogInterval else { return }
-        let half = interval / 2
-        var stalledLogged = false
-        while !Task.isCancelled {
-            let age = writer.age
-            if age < half {
-                notifier.notify("WATCHDOG=1")
-                stalledLogged = false
-            } else if !stalledLogged {
-                logger.error(
-                    "writer shows no progress; not feeding the systemd watchdog", metadata: ["stalled": "\(age)"])
-                stalledLogged = true
-            }
-            do { try await Task.sleep(for: half) } catch { return }
-        }
-    }
-
-    private func logStatistics(every seconds: Int) async {
-        var previous = metrics.snapshot()
-        while !Task.isCancelled {
-            do { try await Task.sleep(for: .seconds(seconds)) } catch { return }
-            let now = metrics.snapshot()
-            guard now.messagesReceived != previous.messagesReceived || now.spoolRecordsPending > 0 else { continue }
-            var metadata: Logger.Metadata = [
-                "received": "\(now.messagesReceived - previous.messagesReceived)",
-                "stored": "\(now.readingsStored - previous.readingsStored)",
-                "duplicates": "\(now.readingsDuplicate - previous.readingsDuplicate)",
-                "rejected": "\(now.rejectedTotal - previous.rejectedTotal)",
-                "batches": "\(now.batchesCommitted - previous.batchesCommitted)",
-                "spool_bytes": "\(now.spoolBytes)", "spool_records": "\(now.spoolRecordsPending)",
-                "spool_oldest_age_s": "\(String(format: "%.1f", now.spoolOldestRecordAgeSeconds))",
-            ]
-            for (reason, count) in now.rejected where count != previous.rejected[reason] {
-                metadata["rejected_\(reason.rawValue)"] = "\(count - (previous.rejected[reason] ?? 0))"
-            }
-            logger.info("ingest in the last \(seconds) s", metadata: metadata)
-            previous = now
         }
     }
 }

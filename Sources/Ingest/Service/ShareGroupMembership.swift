@@ -11,104 +11,92 @@ import Postgres
 /// deals to the others, but only when another member is running: a sole instance keeps its subscriptions,
 /// so that the broker queues for it while it is away (a restart, an upgrade).
 ///
-/// Who runs is known without any table: while outletd runs, one connection of its own holds a shared
-/// advisory lock on the group (re-taken after a reconnect). The decision (``decideHandover()``) runs on
-/// that connection, in one transaction under an exclusive lock of the group: it counts the other holders,
-/// then releases this instance's lock. Two instances stopping together are thus decided one after the
-/// other, and the last to decide sees no other member and keeps its subscriptions: never may all of them
-/// hand over at once. When the database cannot be reached the answer is to keep them (nothing is lost,
-/// the share only arrives late).
+/// Who runs is known without any table: while outletd runs, this job (a ``DatabaseWorker``) holds a shared
+/// advisory lock on the group on its connection, taken again after a reconnect. The decision
+/// (``decideHandover(timeout:)``) runs on that connection, in one transaction under an exclusive lock of the
+/// group: it counts the other holders, then releases this instance's lock. Two instances stopping together
+/// are thus decided one after the other, and the last to decide sees no other member and keeps its
+/// subscriptions: never may all of them hand over at once. When the database cannot be reached the answer is
+/// to keep them (nothing is lost; the share only arrives late).
 ///
-/// The connection is used by the keeper thread and by ``decideHandover()``, one at a time under `lock`,
+/// The request and its answer pass between the stopping path and the worker's thread under `condition`,
 /// hence `@unchecked Sendable`.
-public final class ShareGroupMembership: @unchecked Sendable {
+public final class ShareGroupMembership: DatabaseJob, @unchecked Sendable {
     /// The first key of the group's advisory locks ('outd'); the second is `hashtext(group)`.
     static let memberLockKey: Int32 = 0x6F75_7464
     /// The first key of the lock that serialises the group's handover decisions.
     static let decisionLockKey: Int32 = 0x6F75_7465
 
+    public var name: String { "outletd-membership" }
     private let group: String
-    private let connectionString: String
-    private let logger: Logger
-    private let worker = WorkerThread(name: "outletd-membership")
-    private let lock = NSLock()
-    /// The connection holding the member lock; nil while there is none. Guarded by `lock`.
-    private var connection: PostgresConnection?
-    /// Set once the decision ran: the lock is not taken again.
-    private var decided = false
+    private let condition = NSCondition()
+    /// Whether the member lock is held now.
+    private var holding = false
+    private var requested = false
+    private var answer: Bool?
 
-    public init(group: String, connectionString: String, logger: Logger) {
+    public init(group: String) {
         self.group = group
-        self.connectionString = connectionString
-        self.logger = logger
     }
 
-    /// Takes the member lock on a thread of its own, and keeps it (reconnecting) until ``stop()``.
-    public func start() {
-        worker.start { [self] in keep() }
-    }
+    /// Done once the decision was made: the lock is not taken again.
+    public var isFinished: Bool { condition.withLock { answer != nil } }
 
-    private func keep() {
-        var backoff = Backoff(initial: 0.5, maximum: 10)
-        while !worker.stopFlag.isSet {
-            let healthy: Bool = lock.withLock {
-                guard !decided else { return true }
-                if let connection, (try? connection.execute("SELECT 1")) != nil { return true }
-                connection?.close()
-                connection = nil
-                do {
-                    let fresh = try PostgresConnection(
-                        connectionString: connectionString, applicationName: "outletd-membership")
-                    try fresh.execute(
-                        "SELECT pg_advisory_lock_shared($1, hashtext($2))", [Self.memberLockKey, group])
-                    connection = fresh
-                    return true
-                } catch {
-                    logger.debug("share group membership not held; retrying", metadata: ["error": "\(error)"])
-                    return false
-                }
+    public func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
+        try connection.execute("SELECT pg_advisory_lock_shared($1, hashtext($2))", [Self.memberLockKey, group])
+        condition.withLock { holding = true }
+        defer { condition.withLock { holding = false } }
+        while !context.stop.isSet {
+            let asked = condition.withLock {
+                if !requested { _ = condition.wait(until: Date(timeIntervalSinceNow: 2)) }
+                return requested
             }
-            if healthy { backoff.reset() }
-            worker.stopFlag.sleep(seconds: healthy ? 2 : backoff.nextDelay())
+            if asked {
+                let decision = try decide(connection)
+                condition.withLock {
+                    answer = decision
+                    condition.broadcast()
+                }
+                return
+            }
+            // Keep-alive: a lost connection is noticed, and the lock taken again on a new one.
+            try connection.execute("SELECT 1")
         }
-        lock.withLock {
-            connection?.close()
-            connection = nil
+    }
+
+    private func decide(_ connection: PostgresConnection) throws -> Bool {
+        try connection.transaction {
+            try connection.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", [Self.decisionLockKey, group])
+            let others = try connection.execute(
+                """
+                SELECT count(*) FROM pg_locks
+                WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+                  AND classid = $1::int4::oid AND objid = hashtext($2)::oid AND objsubid = 2
+                """, [Self.memberLockKey, group])
+            try connection.execute("SELECT pg_advisory_unlock_shared($1, hashtext($2))", [Self.memberLockKey, group])
+            return (try others.int64(row: 0, column: 0) ?? 0) > 0
         }
     }
 
     /// Whether this instance should hand its share over: true when another member of the group is running.
-    /// Releases this instance's membership in the same transaction, so that a member deciding after it
-    /// does not count it. Blocking (libpq): call it off the cooperative pool.
-    public func decideHandover() -> Bool {
-        lock.withLock {
-            decided = true
-            guard let connection else { return false }
-            do {
-                return try connection.transaction {
-                    try connection.execute(
-                        "SELECT pg_advisory_xact_lock($1, hashtext($2))", [Self.decisionLockKey, group])
-                    let others = try connection.execute(
-                        """
-                        SELECT count(*) FROM pg_locks
-                        WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
-                          AND classid = $1::int4::oid AND objid = hashtext($2)::oid AND objsubid = 2
-                        """, [Self.memberLockKey, group])
-                    try connection.execute(
-                        "SELECT pg_advisory_unlock_shared($1, hashtext($2))", [Self.memberLockKey, group])
-                    return (try others.int64(row: 0, column: 0) ?? 0) > 0
-                }
-            } catch {
-                logger.warning(
-                    "cannot tell whether another member of the share group runs; keeping the subscriptions",
-                    metadata: ["error": "\(error)"])
-                return false
-            }
+    /// Releases this instance's membership in the same transaction, so that a member deciding after it does not
+    /// count it. Blocking: call it off the cooperative pool. False without the lock (the database is down) or
+    /// without an answer within `timeout` seconds.
+    public func decideHandover(timeout: Double = 10) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if let answer { return answer }
+        guard holding else {
+            answer = false
+            return false
         }
-    }
-
-    /// Ends the keeper thread and closes the connection (releasing the member lock if still held).
-    public func stop() async {
-        await worker.stop()
+        requested = true
+        condition.broadcast()
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while answer == nil {
+            if !condition.wait(until: deadline) { break }
+        }
+        if answer == nil { answer = false }
+        return answer ?? false
     }
 }

@@ -1,73 +1,57 @@
 import Foundation
 
 /// A flag a thread polls to know it should stop, with a sleep that wakes early when it is set.
-/// Guarded by an `NSCondition`, hence `@unchecked Sendable`.
-public final class StopFlag: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var stopped = false
+public final class StopFlag: Sendable {
+    private let stopped = Guarded(false)
 
     public init() {}
 
     public func set() {
-        condition.lock()
-        stopped = true
-        condition.broadcast()
-        condition.unlock()
+        stopped.update { $0 = true }
     }
 
     public var isSet: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return stopped
+        stopped.withLock { $0 }
     }
 
     /// Sleeps up to `seconds`; returns true when the flag is (or became) set.
     @discardableResult
     public func sleep(seconds: Double) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        condition.lock()
-        defer { condition.unlock() }
-        while !stopped {
-            if !condition.wait(until: deadline) { break }
-        }
-        return stopped
+        stopped.wait(until: Date(timeIntervalSinceNow: seconds), for: { $0 }, then: { _, ready in ready })
     }
 }
 
-/// Completion of a background thread that async code can await. Lock-guarded.
-public final class ThreadCompletion: @unchecked Sendable {
-    private let lock = NSLock()
-    private var finished = false
-    private var waiters: [CheckedContinuation<Void, Never>] = []
+/// Completion of a background thread that async code can await.
+public final class ThreadCompletion: Sendable {
+    private struct State: Sendable {
+        var finished = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Guarded(State())
 
     public init() {}
 
     public func markFinished() {
-        lock.lock()
-        finished = true
-        let toResume = waiters
-        waiters = []
-        lock.unlock()
-        for waiter in toResume { waiter.resume() }
+        let waiters = state.withLock { state in
+            state.finished = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     public var isFinished: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return finished
+        state.withLock { $0.finished }
     }
 
     /// Returns once ``markFinished()`` was called.
     public func wait() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            lock.lock()
-            if finished {
-                lock.unlock()
-                continuation.resume()
-            } else {
-                waiters.append(continuation)
-                lock.unlock()
+            let finished = state.withLock { state in
+                if !state.finished { state.waiters.append(continuation) }
+                return state.finished
             }
+            if finished { continuation.resume() }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -58,24 +59,18 @@ public struct SystemdNotifier: Sendable {
 }
 
 /// When a pipeline thread last showed progress; the watchdog pings systemd only while it is recent.
-/// One lock guards the time, hence `@unchecked Sendable`.
-public final class Heartbeat: @unchecked Sendable {
-    private let lock = NSLock()
-    private var last = ContinuousClock.now
+public final class Heartbeat: Sendable {
+    private let last = Mutex(ContinuousClock.now)
 
     public init() {}
 
     /// Called by the thread on every turn of its loop (at least every half second when idle).
     public func beat() {
-        lock.lock()
-        last = ContinuousClock.now
-        lock.unlock()
+        last.withLock { $0 = ContinuousClock.now }
     }
 
     /// Time since the last beat.
     public var age: Duration {
-        lock.lock()
-        defer { lock.unlock() }
-        return ContinuousClock.now - last
+        ContinuousClock.now - last.withLock { $0 }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Postgres
+import ServiceLifecycle
 import Telemetry
 
 /// The writer thread: reads records from the ``Spool``, classifies them, and writes them in
@@ -16,7 +17,7 @@ import Telemetry
 /// database is unreachable the batch is kept and retried with capped backoff over a new
 /// connection (its session state — staging table, prepared statements — is created again);
 /// meanwhile the spool grows, and when it is full it holds the broker back.
-public final class BatchWriter: Sendable {
+public final class BatchWriter: Service, Sendable {
     /// How the writer batches and retries.
     public struct Settings: Sendable {
         public var batchMaxRows: Int
@@ -90,6 +91,21 @@ public final class BatchWriter: Sendable {
     public func finish() async -> Int {
         await completion.wait()
         return spool.status().recordsPending
+    }
+
+    /// As a `Service` of the daemon's group: writes until its graceful shutdown, which comes after the intake
+    /// stopped (the group stops its services in reverse order); then writes what the spool holds (within
+    /// `ingest.shutdown_flush_timeout_seconds`) and closes the spool.
+    public func run() async throws {
+        start()
+        try? await gracefulShutdown()
+        let unwritten = await finish()
+        spool.close()
+        if unwritten > 0 {
+            logger.notice(
+                "records left in the spool for the next start (the database did not take them in time)",
+                metadata: ["records": "\(unwritten)"])
+        }
     }
 
     /// The writer's mutable state, owned by its thread.

@@ -1,0 +1,56 @@
+import Foundation
+
+/// State shared between threads, guarded by one mutex with a condition variable (`NSCondition`, a thin wrapper
+/// of pthread's): every read and write of the state happens inside ``withLock(_:)``, and a thread can wait,
+/// under the same lock, until the state is as it needs.
+///
+/// Where no thread ever waits, `Synchronization.Mutex` serves; this type exists for the hand-offs that wait
+/// (the spool, the command inbox, stop flags). It is the one place in outletd's own code that vouches for
+/// thread safety by hand (`@unchecked Sendable`): safe because `state` is private and only touched while
+/// `condition` is locked, and `State` is `Sendable`, so nothing handed in or out escapes the lock unsafely.
+public final class Guarded<State: Sendable>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var state: State
+
+    public init(_ state: State) {
+        self.state = state
+    }
+
+    /// Runs `body` with the state, under the lock.
+    public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+        condition.lock()
+        defer { condition.unlock() }
+        return try body(&state)
+    }
+
+    /// Runs `body` under the lock, then wakes every waiter (the state changed).
+    public func update<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+        condition.lock()
+        defer {
+            condition.broadcast()
+            condition.unlock()
+        }
+        return try body(&state)
+    }
+
+    /// Waits, under the lock, until `isReady` holds for the state or `deadline` passes (nil: no deadline), then
+    /// runs `body` with the state (also on a time-out: `body` receives whether it is ready). Wakes other waiters
+    /// when `body` may have changed the state.
+    public func wait<Result>(
+        until deadline: Date?, for isReady: (State) -> Bool, then body: (inout State, _ ready: Bool) throws -> Result
+    ) rethrows -> Result {
+        condition.lock()
+        defer {
+            condition.broadcast()
+            condition.unlock()
+        }
+        while !isReady(state) {
+            if let deadline {
+                if !condition.wait(until: deadline) { break }
+            } else {
+                condition.wait()
+            }
+        }
+        return try body(&state, isReady(state))
+    }
+}
