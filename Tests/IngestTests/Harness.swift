@@ -3,6 +3,7 @@ import Logging
 import MQTT
 import Postgres
 import ServiceLifecycle
+import Synchronization
 import TestSupport
 import Testing
 
@@ -128,31 +129,20 @@ struct HarnessError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A value shared between a callback thread and a test. Lock-guarded, hence `@unchecked Sendable`.
-final class Locked<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
+/// A value shared between a callback thread and a test, behind a `Mutex`.
+final class Locked<Value: Sendable>: Sendable {
+    private let box: Mutex<Value>
 
-    init(_ value: Value) { stored = value }
+    init(_ value: Value) { box = Mutex(value) }
 
     var value: Value {
-        get {
-            lock.lock()
-            defer { lock.unlock() }
-            return stored
-        }
-        set {
-            lock.lock()
-            stored = newValue
-            lock.unlock()
-        }
+        get { box.withLock { $0 } }
+        set { box.withLock { $0 = newValue } }
     }
 
     /// Changes the value in place under the lock (a read-modify-write no other thread can interleave).
     func withValue<Result>(_ body: (inout Value) -> Result) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&stored)
+        box.withLock { body(&$0) }
     }
 }
 

@@ -73,41 +73,38 @@ public struct ProtocolTopicKey: Sendable, Hashable {
 /// The in-memory copy of the `devices` table that every message is checked against.
 ///
 /// Filled and kept fresh by ``RegistryListener`` (LISTEN/NOTIFY plus a periodic full reload);
-/// read by the writer thread. One lock (a condition, so that the first load can be awaited) guards the
-/// dictionary, hence `@unchecked Sendable`.
-public final class DeviceRegistry: @unchecked Sendable {
-    private let lock = NSCondition()
-    private var devices: [String: RegisteredDevice] = [:]
-    /// (protocol, device topic) → channel → code, for Tasmota and Shelly outlets; kept with `devices`.
-    private var byAddress: [ProtocolTopicKey: [Int: String]] = [:]
-    private var loaded = false
+/// read by the writer thread. One ``Guarded`` lock (its condition lets the first load be awaited) guards it.
+public final class DeviceRegistry: Sendable {
+    private struct State: Sendable {
+        var devices: [String: RegisteredDevice] = [:]
+        /// (protocol, device topic) → channel → code, for Tasmota and Shelly outlets; kept with `devices`.
+        var byAddress: [ProtocolTopicKey: [Int: String]] = [:]
+        var loaded = false
+    }
+    private let state = Guarded(State())
 
     public init() {}
 
     /// The outlet registered under `code`, if any.
     public func lookup(_ code: String) -> RegisteredDevice? {
-        lock.lock()
-        defer { lock.unlock() }
-        return devices[code]
+        state.withLock { $0.devices[code] }
     }
 
     /// The outlets registered at a foreign protocol topic: (channel, code, device), by channel.
     public func lookup(_ outletProtocol: OutletProtocol, topic deviceTopic: String) -> [(
         channel: Int, code: String, device: RegisteredDevice
     )] {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let channels = byAddress[ProtocolTopicKey(outletProtocol, deviceTopic)] else { return [] }
-        return channels.sorted { $0.key < $1.key }.compactMap { channel, code in
-            devices[code].map { (channel, code, $0) }
+        state.withLock { state in
+            guard let channels = state.byAddress[ProtocolTopicKey(outletProtocol, deviceTopic)] else { return [] }
+            return channels.sorted { $0.key < $1.key }.compactMap { channel, code in
+                state.devices[code].map { (channel, code, $0) }
+            }
         }
     }
 
     /// Every distinct Tasmota FullTopic registered (to derive subscriptions).
     public var tasmotaFullTopics: Set<String> {
-        lock.lock()
-        defer { lock.unlock() }
-        return Set(devices.values.filter { $0.address?.outletProtocol == .tasmota }.map(\.fullTopic))
+        state.withLock { Set($0.devices.values.filter { $0.address?.outletProtocol == .tasmota }.map(\.fullTopic)) }
     }
 
     /// Replaces everything (a full reload).
@@ -117,51 +114,37 @@ public final class DeviceRegistry: @unchecked Sendable {
             guard let address = entry.address else { continue }
             index[ProtocolTopicKey(address.outletProtocol, address.deviceTopic), default: [:]][address.channel] = code
         }
-        lock.lock()
-        devices = entries
-        byAddress = index
-        loaded = true
-        lock.broadcast()
-        lock.unlock()
+        state.update { $0 = State(devices: entries, byAddress: index, loaded: true) }
     }
 
     /// Waits until the first full load happened; false when `deadline` passed first.
     public func waitUntilLoaded(until deadline: Date) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        while !loaded {
-            if !lock.wait(until: deadline) { return loaded }
-        }
-        return true
+        state.wait(until: deadline, for: \.loaded) { _, ready in ready }
     }
 
     /// Sets or (with nil) removes one outlet.
     public func update(_ code: String, _ entry: RegisteredDevice?) {
-        lock.lock()
-        if let old = devices[code]?.address {
-            let key = ProtocolTopicKey(old.outletProtocol, old.deviceTopic)
-            if byAddress[key]?[old.channel] == code { byAddress[key]?[old.channel] = nil }
-            if byAddress[key]?.isEmpty == true { byAddress[key] = nil }
+        state.withLock { state in
+            if let old = state.devices[code]?.address {
+                let key = ProtocolTopicKey(old.outletProtocol, old.deviceTopic)
+                if state.byAddress[key]?[old.channel] == code { state.byAddress[key]?[old.channel] = nil }
+                if state.byAddress[key]?.isEmpty == true { state.byAddress[key] = nil }
+            }
+            state.devices[code] = entry
+            if let address = entry?.address {
+                state.byAddress[ProtocolTopicKey(address.outletProtocol, address.deviceTopic), default: [:]][
+                    address.channel] = code
+            }
         }
-        devices[code] = entry
-        if let address = entry?.address {
-            byAddress[ProtocolTopicKey(address.outletProtocol, address.deviceTopic), default: [:]][address.channel] =
-                code
-        }
-        lock.unlock()
     }
 
     /// Whether a full load has happened (the writer waits for it before judging codes).
     public var isLoaded: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return loaded
+        state.withLock { $0.loaded }
     }
 
     /// Registered outlets.
     public var count: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return devices.count
+        state.withLock { $0.devices.count }
     }
 }

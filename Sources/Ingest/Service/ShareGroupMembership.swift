@@ -19,9 +19,9 @@ import Postgres
 /// subscriptions: never may all of them hand over at once. When the database cannot be reached the answer is
 /// to keep them (nothing is lost; the share only arrives late).
 ///
-/// The request and its answer pass between the stopping path and the worker's thread under `condition`,
-/// hence `@unchecked Sendable`.
-public final class ShareGroupMembership: DatabaseJob, @unchecked Sendable {
+/// The request and its answer pass between the stopping path and the worker's thread under one ``Guarded``
+/// lock.
+public final class ShareGroupMembership: DatabaseJob {
     /// The first key of the group's advisory locks ('outd'); the second is `hashtext(group)`.
     static let memberLockKey: Int32 = 0x6F75_7464
     /// The first key of the lock that serialises the group's handover decisions.
@@ -29,34 +29,30 @@ public final class ShareGroupMembership: DatabaseJob, @unchecked Sendable {
 
     public var name: String { "outletd-membership" }
     private let group: String
-    private let condition = NSCondition()
-    /// Whether the member lock is held now.
-    private var holding = false
-    private var requested = false
-    private var answer: Bool?
+    private struct State: Sendable {
+        /// Whether the member lock is held now.
+        var holding = false
+        var requested = false
+        var answer: Bool?
+    }
+    private let state = Guarded(State())
 
     public init(group: String) {
         self.group = group
     }
 
     /// Done once the decision was made: the lock is not taken again.
-    public var isFinished: Bool { condition.withLock { answer != nil } }
+    public var isFinished: Bool { state.withLock { $0.answer != nil } }
 
     public func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
         try connection.execute("SELECT pg_advisory_lock_shared($1, hashtext($2))", [Self.memberLockKey, group])
-        condition.withLock { holding = true }
-        defer { condition.withLock { holding = false } }
+        state.update { $0.holding = true }
+        defer { state.update { $0.holding = false } }
         while !context.stop.isSet {
-            let asked = condition.withLock {
-                if !requested { _ = condition.wait(until: Date(timeIntervalSinceNow: 2)) }
-                return requested
-            }
+            let asked = state.wait(until: Date(timeIntervalSinceNow: 2), for: \.requested) { _, ready in ready }
             if asked {
                 let decision = try decide(connection)
-                condition.withLock {
-                    answer = decision
-                    condition.broadcast()
-                }
+                state.update { $0.answer = decision }
                 return
             }
             // Keep-alive: a lost connection is noticed, and the lock taken again on a new one.
@@ -83,20 +79,19 @@ public final class ShareGroupMembership: DatabaseJob, @unchecked Sendable {
     /// count it. Blocking: call it off the cooperative pool. False without the lock (the database is down) or
     /// without an answer within `timeout` seconds.
     public func decideHandover(timeout: Double = 10) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        if let answer { return answer }
-        guard holding else {
-            answer = false
-            return false
+        let asked = state.update { state -> Bool in
+            if state.answer != nil { return false }
+            guard state.holding else {
+                state.answer = false
+                return false
+            }
+            state.requested = true
+            return true
         }
-        requested = true
-        condition.broadcast()
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while answer == nil {
-            if !condition.wait(until: deadline) { break }
+        return state.wait(until: asked ? Date(timeIntervalSinceNow: timeout) : nil, for: { $0.answer != nil }) {
+            state, _ in
+            if state.answer == nil { state.answer = false }
+            return state.answer ?? false
         }
-        if answer == nil { answer = false }
-        return answer ?? false
     }
 }

@@ -20,11 +20,12 @@ import Logging
 ///   always starts a new segment, so a position committed before a crash never points into
 ///   bytes written after it.
 ///
-/// Blocking file I/O only: never call it from Swift's cooperative pool. State is guarded by
-/// `appendLock` (the producer's file), `readLock` (the consumer's cursor) and `condition`
-/// (everything both see), hence `@unchecked Sendable`. Lock order: appendLock or readLock, then
-/// condition.
-public final class Spool: @unchecked Sendable {
+/// Blocking file I/O only: never call it from Swift's cooperative pool. All mutable state (the
+/// segments, the producer's file and problem, the consumer's cursor and file, the flags) is one
+/// `State` behind one ``Guarded`` lock, and the file I/O that changes it happens under that lock too:
+/// an append is one `pwrite` of a few hundred bytes, a read a `pread` of at most a megabyte, so the
+/// producer and the consumer wait for each other only that long.
+public final class Spool: Sendable {
     /// When appended bytes are forced to the disk.
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// Never: the page cache survives a crash of outletd, not a power loss of the host.
@@ -87,23 +88,47 @@ public final class Spool: @unchecked Sendable {
     /// tests do to simulate a crash, is not refused.)
     private let directoryLock: SpoolFile
 
-    private let appendLock = NSLock()
-    private var activeFile: SpoolFile
-    private var unsyncedBytes = false
-    private var appendProblem: String?
+    /// Everything that changes.
+    private struct State: Sendable {
+        /// The segment files, oldest first; the last one is appended to.
+        var segments: [Segment]
+        /// Bytes of all segments.
+        var totalBytes: Int64
+        /// Records appended and not yet committed.
+        var pendingRecords: Int
+        /// Everything before this position is committed.
+        var committed: SpoolPosition
+        /// The producer's file: the last segment.
+        var activeFile: SpoolFile
+        /// Whether bytes were appended since the last `fsync` (policy `interval`).
+        var unsyncedBytes = false
+        /// The producer's problem, reported once until it is over.
+        var appendProblem: String?
+        /// Where the consumer reads next.
+        var cursor: SpoolPosition
+        /// The consumer's open segment.
+        var readFile: (segment: UInt64, file: SpoolFile)?
+        var intakeStopped = false
+        var limitLifted = false
+        var closed = false
 
-    private let readLock = NSLock()
-    private var cursor: SpoolPosition
-    private var readFile: (segment: UInt64, file: SpoolFile)?
+        /// Moves the cursor past the end of sealed segments.
+        mutating func normalizeCursor() {
+            if cursor.segment < segments[0].id { cursor = SpoolPosition(segment: segments[0].id, offset: 0) }
+            while let index = segments.firstIndex(where: { $0.id == cursor.segment }), index < segments.count - 1,
+                cursor.offset >= segments[index].size
+            {
+                cursor = SpoolPosition(segment: segments[index + 1].id, offset: 0)
+            }
+        }
 
-    private let condition = NSCondition()
-    private var segments: [Segment]
-    private var totalBytes: Int64
-    private var pendingRecords: Int
-    private var committed: SpoolPosition
-    private var intakeStopped = false
-    private var limitLifted = false
-    private var closed = false
+        /// Whether appending `length` bytes would pass `maxBytes` (never for the first record: it must fit).
+        func isFull(adding length: Int64, maxBytes: Int64) -> Bool {
+            !limitLifted && pendingRecords > 0 && totalBytes + length > maxBytes
+        }
+    }
+
+    private let state: Guarded<State>
 
     static let identityFile = "spool.id"
     static let lockFile = "spool.lock"
@@ -148,11 +173,12 @@ public final class Spool: @unchecked Sendable {
             settings: settings, identity: identity ?? "", logger: logger, segments: found, activeFile: active,
             directoryLock: directoryLock)
         if found.count > 1 {
+            let status = spool.status()
             logger.info(
                 "spool opened",
                 metadata: [
                     "directory": "\(directory)", "segments": "\(found.count - 1)",
-                    "records": "\(spool.pendingRecords)", "bytes": "\(spool.totalBytes)",
+                    "records": "\(status.recordsPending)", "bytes": "\(status.bytes)",
                 ])
         }
         if settings.fsync == .interval { spool.startFlusher() }
@@ -167,13 +193,12 @@ public final class Spool: @unchecked Sendable {
         self.directoryLock = directoryLock
         self.identity = identity
         self.logger = logger
-        self.segments = segments
-        self.activeFile = activeFile
-        self.totalBytes = segments.reduce(0) { $0 + $1.size }
-        self.pendingRecords = segments.reduce(0) { $0 + $1.records }
         let start = SpoolPosition(segment: segments.first?.id ?? 0, offset: 0)
-        self.cursor = start
-        self.committed = start
+        state = Guarded(
+            State(
+                segments: segments, totalBytes: segments.reduce(0) { $0 + $1.size },
+                pendingRecords: segments.reduce(0) { $0 + $1.records }, committed: start, activeFile: activeFile,
+                cursor: start))
     }
 
     // MARK: producer
@@ -184,105 +209,95 @@ public final class Spool: @unchecked Sendable {
     public func append(_ message: RawMessage) -> Bool {
         let record = SpoolFraming.encode(message)
         let length = Int64(record.count)
-        appendLock.lock()
-        defer { appendLock.unlock() }
+        let (maxBytes, segmentBytes) = (settings.maxBytes, settings.segmentBytes)
+        enum Outcome {
+            case stored(resumed: Bool)
+            case closed
+            /// Not stored yet: report `problem` (once) and wait a second (or for space) before trying again.
+            case paused(problem: String, metadata: Logger.Metadata)
+        }
         while true {
-            condition.lock()
-            let full = !limitLifted && pendingRecords > 0 && totalBytes + length > settings.maxBytes
-            if full && appendProblem != nil {
-                // Already reported: wait for a commit to free space.
-                _ = condition.wait(until: Date().addingTimeInterval(1))
-                condition.unlock()
-                continue
-            }
-            let isClosed = closed
-            let active = segments[segments.count - 1]
-            condition.unlock()
-            if isClosed { return false }
-            if full {
-                report(
-                    "spool full; intake paused (the broker queues) until the writer frees space",
-                    ["bytes": "\(totalBytesNow)", "max_bytes": "\(settings.maxBytes)"])
-                continue
-            }
-            var offset = active.size
-            do {
-                if active.size > 0 && active.size + length > settings.segmentBytes {
-                    try rollOver(after: active.id)
-                    offset = 0
+            // While a reported "full" lasts, wait for a commit to free space (or a second).
+            let outcome: Outcome = state.wait(
+                until: Date().addingTimeInterval(1),
+                for: { $0.closed || !($0.appendProblem != nil && $0.isFull(adding: length, maxBytes: maxBytes)) }
+            ) { state, ready in
+                if state.closed { return .closed }
+                if state.isFull(adding: length, maxBytes: maxBytes) {
+                    return .paused(
+                        problem: "spool full; intake paused (the broker queues) until the writer frees space",
+                        metadata: ["bytes": "\(state.totalBytes)", "max_bytes": "\(maxBytes)"])
                 }
-                try activeFile.write(record, at: offset)
-                if settings.fsync == .always { try activeFile.sync() }
-                unsyncedBytes = true
-            } catch {
-                // A partial record must not stay; the retry writes at the same offset anyway.
-                try? activeFile.truncate(to: offset)
-                report(
-                    "spool write failed; intake paused (the broker queues), retrying every second",
-                    ["error": "\(error)", "code": "\(error.code)"])
-                condition.lock()
-                if !closed { _ = condition.wait(until: Date().addingTimeInterval(1)) }
-                condition.unlock()
-                continue
+                let active = state.segments[state.segments.count - 1]
+                var offset = active.size
+                do throws(SpoolError) {
+                    if active.size > 0 && active.size + length > segmentBytes {
+                        try rollOver(after: active.id, &state)
+                        offset = 0
+                    }
+                    try state.activeFile.write(record, at: offset)
+                    if settings.fsync == .always { try state.activeFile.sync() }
+                    state.unsyncedBytes = true
+                } catch {
+                    // A partial record must not stay; the retry writes at the same offset anyway.
+                    try? state.activeFile.truncate(to: offset)
+                    return .paused(
+                        problem: "spool write failed; intake paused (the broker queues), retrying every second",
+                        metadata: ["error": "\(error)", "code": "\(error.code)"])
+                }
+                state.segments[state.segments.count - 1].size += length
+                state.segments[state.segments.count - 1].records += 1
+                state.totalBytes += length
+                state.pendingRecords += 1
+                defer { state.appendProblem = nil }
+                return .stored(resumed: state.appendProblem != nil)
             }
-            condition.lock()
-            segments[segments.count - 1].size += length
-            segments[segments.count - 1].records += 1
-            totalBytes += length
-            pendingRecords += 1
-            condition.broadcast()
-            condition.unlock()
-            if appendProblem != nil {
-                appendProblem = nil
-                logger.notice("spool intake resumed")
+            switch outcome {
+            case .stored(let resumed):
+                if resumed { logger.notice("spool intake resumed") }
+                return true
+            case .closed:
+                return false
+            case .paused(let problem, let metadata):
+                let isNew = state.withLock { state in
+                    defer { state.appendProblem = problem }
+                    return state.appendProblem != problem
+                }
+                if isNew { logger.error("\(problem)", metadata: metadata) }
+                if !problem.hasPrefix("spool full") {
+                    // A failed write is tried again in a second (a full spool waits for space above).
+                    _ = state.wait(until: Date().addingTimeInterval(1), for: \.closed) { _, _ in }
+                }
             }
-            return true
         }
     }
 
-    /// Logs a producer problem once per change of problem. Called under `appendLock`.
-    private func report(_ problem: String, _ metadata: Logger.Metadata) {
-        guard appendProblem != problem else { return }
-        appendProblem = problem
-        logger.error("\(problem)", metadata: metadata)
-    }
-
-    private var totalBytesNow: Int64 {
-        condition.lock()
-        defer { condition.unlock() }
-        return totalBytes
-    }
-
-    /// Seals the active segment and starts the next. Called under `appendLock`.
-    private func rollOver(after id: UInt64) throws(SpoolError) {
-        if settings.fsync != .never { try activeFile.sync() }
+    /// Seals the active segment and starts the next.
+    private func rollOver(after id: UInt64, _ state: inout State) throws(SpoolError) {
+        if settings.fsync != .never { try state.activeFile.sync() }
         let next = try SpoolFile(path: Self.path(id + 1, in: settings.directory), flags: O_WRONLY | O_CREAT | O_EXCL)
         if settings.fsync != .never { try SpoolFile.syncDirectory(settings.directory) }
-        activeFile = next
-        condition.lock()
-        segments.append(Segment(id: id + 1, size: 0, records: 0))
-        condition.unlock()
+        state.activeFile = next
+        state.segments.append(Segment(id: id + 1, size: 0, records: 0))
     }
 
     private func startFlusher() {
         let thread = Thread { [self] in
             let interval = Double(settings.fsyncIntervalMilliseconds) / 1_000
             while true {
-                condition.lock()
-                if !closed { _ = condition.wait(until: Date().addingTimeInterval(interval)) }
-                let isClosed = closed
-                condition.unlock()
-                if isClosed { return }
-                appendLock.lock()
-                if unsyncedBytes {
-                    do {
-                        try activeFile.sync()
-                        unsyncedBytes = false
+                let failure: SpoolError? = state.wait(until: Date().addingTimeInterval(interval), for: \.closed) {
+                    state, closed in
+                    guard !closed, state.unsyncedBytes else { return nil }
+                    do throws(SpoolError) {
+                        try state.activeFile.sync()
+                        state.unsyncedBytes = false
+                        return nil
                     } catch {
-                        logger.error("spool fsync failed", metadata: ["error": "\(error)"])
+                        return error
                     }
                 }
-                appendLock.unlock()
+                if let failure { logger.error("spool fsync failed", metadata: ["error": "\(failure)"]) }
+                if state.withLock({ $0.closed }) { return }
             }
         }
         thread.name = "outletd-spool-fsync"
@@ -292,19 +307,13 @@ public final class Spool: @unchecked Sendable {
     /// Intake is over (graceful stop): once everything is read, ``read(upTo:waitingUntil:)``
     /// returns at once and ``isIntakeStoppedAndRead`` becomes true.
     public func stopIntake() {
-        condition.lock()
-        intakeStopped = true
-        condition.broadcast()
-        condition.unlock()
+        state.update { $0.intakeStopped = true }
     }
 
     /// Lets appends exceed `maxBytes` (the disk permitting). For the stop: the MQTT loop must be able
     /// to finish its current callback, and what it hands over must still be stored.
     public func liftSizeLimit() {
-        condition.lock()
-        limitLifted = true
-        condition.broadcast()
-        condition.unlock()
+        state.update { $0.limitLifted = true }
     }
 
     // MARK: consumer
@@ -312,95 +321,80 @@ public final class Spool: @unchecked Sendable {
     /// Sets where reading resumes: just after `checkpoint` if it is of this spool, else at the
     /// oldest record. Deletes segments before it. Call once, before the first read.
     public func seek(to checkpoint: SpoolCheckpoint?) throws(SpoolError) {
-        readLock.lock()
-        defer { readLock.unlock() }
-        condition.lock()
-        let oldest = SpoolPosition(segment: segments[0].id, offset: 0)
-        var start = oldest
-        if let checkpoint {
-            if checkpoint.spoolID != identity {
-                logger.notice(
-                    "the stored checkpoint is of another spool; reading this spool from its start",
-                    metadata: ["checkpoint_spool": "\(checkpoint.spoolID)", "spool": "\(identity)"])
-            } else if checkpoint.position.segment < oldest.segment {
-                logger.warning(
-                    "the stored checkpoint is before the oldest spool segment; reading from the oldest",
-                    metadata: ["checkpoint": "\(checkpoint.position)", "oldest": "\(oldest)"])
-            } else {
-                start = checkpoint.position
+        try state.update { state throws(SpoolError) in
+            let oldest = SpoolPosition(segment: state.segments[0].id, offset: 0)
+            var start = oldest
+            if let checkpoint {
+                if checkpoint.spoolID != identity {
+                    logger.notice(
+                        "the stored checkpoint is of another spool; reading this spool from its start",
+                        metadata: ["checkpoint_spool": "\(checkpoint.spoolID)", "spool": "\(identity)"])
+                } else if checkpoint.position.segment < oldest.segment {
+                    logger.warning(
+                        "the stored checkpoint is before the oldest spool segment; reading from the oldest",
+                        metadata: ["checkpoint": "\(checkpoint.position)", "oldest": "\(oldest)"])
+                } else {
+                    start = checkpoint.position
+                }
             }
-        }
-        let startSegment = segments.first { $0.id == start.segment }
-        condition.unlock()
-        condition.lock()
-        var skipped = segments.filter { $0.id < start.segment }.reduce(0) { $0 + $1.records }
-        condition.unlock()
-        if let startSegment, start.offset > 0 {
-            if start.offset > startSegment.size {
-                logger.warning(
-                    "the stored checkpoint is past the end of its spool segment (its tail was cut); continuing after it",
-                    metadata: ["checkpoint": "\(start)", "segment_bytes": "\(startSegment.size)"])
+            var skipped = state.segments.filter { $0.id < start.segment }.reduce(0) { $0 + $1.records }
+            if let startSegment = state.segments.first(where: { $0.id == start.segment }), start.offset > 0 {
+                if start.offset > startSegment.size {
+                    logger.warning(
+                        "the stored checkpoint is past the end of its spool segment (its tail was cut); continuing after it",
+                        metadata: ["checkpoint": "\(start)", "segment_bytes": "\(startSegment.size)"])
+                }
+                skipped += try Self.scan(
+                    path: Self.path(startSegment.id, in: settings.directory), size: startSegment.size,
+                    upTo: min(start.offset, startSegment.size)
+                ).records
             }
-            skipped += try Self.scan(
-                path: Self.path(startSegment.id, in: settings.directory), size: startSegment.size,
-                upTo: min(start.offset, startSegment.size)
-            ).records
+            state.pendingRecords -= skipped
+            state.cursor = start
+            state.committed = start
+            deleteSegments(before: start, &state)
         }
-        condition.lock()
-        pendingRecords -= skipped
-        cursor = start
-        committed = start
-        deleteSegments(before: start)
-        condition.broadcast()
-        condition.unlock()
     }
 
     /// Reads up to `maxRecords` records after the cursor. Waits until at least one is there, intake
     /// stopped, or `deadline` passes; then returns what is there without waiting more, across
     /// segment boundaries.
     public func read(upTo maxRecords: Int, waitingUntil deadline: Date) throws(SpoolError) -> [SpoolRecord] {
-        readLock.lock()
-        defer { readLock.unlock() }
-        var records: [SpoolRecord] = []
-        while records.count < maxRecords {
-            let before = records.count
-            // Only the first segment's read waits; after it, a following segment's records are taken
-            // if they are there.
-            try readSegment(upTo: maxRecords, into: &records, waitingUntil: before == 0 ? deadline : .distantPast)
-            if records.count == before { break }
+        try state.wait(
+            until: deadline,
+            for: { state in
+                var probe = state
+                probe.normalizeCursor()
+                let current = probe.segments.first { $0.id == probe.cursor.segment }
+                return current.map { $0.size > probe.cursor.offset } ?? true || state.intakeStopped || state.closed
+            }
+        ) { state, _ throws(SpoolError) in
+            var records: [SpoolRecord] = []
+            while records.count < maxRecords {
+                let before = records.count
+                try readSegment(upTo: maxRecords, into: &records, &state)
+                if records.count == before { break }
+            }
+            return records
         }
-        return records
     }
 
-    /// ``read(upTo:waitingUntil:)`` within the cursor's segment. Called under `readLock`.
-    private func readSegment(upTo maxRecords: Int, into records: inout [SpoolRecord], waitingUntil deadline: Date)
+    /// Reads the records of the cursor's segment that are there, up to `maxRecords` in all.
+    private func readSegment(upTo maxRecords: Int, into records: inout [SpoolRecord], _ state: inout State)
         throws(SpoolError)
     {
-        condition.lock()
-        var segment: Segment
-        while true {
-            normalizeCursor()
-            guard let current = segments.first(where: { $0.id == cursor.segment }) else {
-                condition.unlock()
-                return
-            }
-            segment = current
-            if segment.size > cursor.offset { break }
-            if intakeStopped || closed || !condition.wait(until: deadline) {
-                condition.unlock()
-                return
-            }
-        }
-        condition.unlock()
-
+        state.normalizeCursor()
+        guard let segment = state.segments.first(where: { $0.id == state.cursor.segment }),
+            segment.size > state.cursor.offset
+        else { return }
         let file: SpoolFile
-        if let readFile, readFile.segment == segment.id {
+        if let readFile = state.readFile, readFile.segment == segment.id {
             file = readFile.file
         } else {
             file = try SpoolFile(path: Self.path(segment.id, in: settings.directory), flags: O_RDONLY)
-            readFile = (segment.id, file)
+            state.readFile = (segment.id, file)
         }
-        var position = cursor.offset
+        var position = state.cursor.offset
         while records.count < maxRecords && position < segment.size {
             let want = Int(min(segment.size - position, Int64(Self.readChunkBytes)))
             var chunk = try file.read(count: want, at: position)
@@ -425,61 +419,45 @@ public final class Spool: @unchecked Sendable {
                             "segment": "\(segment.id)", "offset": "\(position + Int64(used))", "reason": "\(reason)",
                             "bytes_skipped": "\(segment.size - position - Int64(used))",
                         ])
-                    position = segment.size
-                    cursor = SpoolPosition(segment: segment.id, offset: position)
+                    state.cursor = SpoolPosition(segment: segment.id, offset: segment.size)
                     return
                 }
             }
             if used == 0 { break }
             position += Int64(used)
         }
-        cursor = SpoolPosition(segment: segment.id, offset: position)
+        state.cursor = SpoolPosition(segment: segment.id, offset: position)
     }
 
     /// Records up to `position` are committed (with `position` in `ingest_checkpoints`);
     /// `records` is how many that commit covered. Deletes segments that are now fully committed.
     public func commit(through position: SpoolPosition, records: Int) {
-        condition.lock()
-        committed = max(committed, position)
-        pendingRecords -= records
-        deleteSegments(before: position)
-        condition.broadcast()
-        condition.unlock()
+        state.update { state in
+            state.committed = max(state.committed, position)
+            state.pendingRecords -= records
+            deleteSegments(before: position, &state)
+        }
     }
 
     /// Whether ``stopIntake()`` was called.
     public var isIntakeStopped: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return intakeStopped
+        state.withLock { $0.intakeStopped }
     }
 
     /// Whether ``stopIntake()`` was called and every record appended has been read.
     public var isIntakeStoppedAndRead: Bool {
-        readLock.lock()
-        defer { readLock.unlock() }
-        condition.lock()
-        defer { condition.unlock() }
-        guard intakeStopped else { return false }
-        normalizeCursor()
-        let last = segments[segments.count - 1]
-        return cursor.segment == last.id && cursor.offset >= last.size
-    }
-
-    /// Moves the cursor past the end of sealed segments. Called under `condition` and `readLock`.
-    private func normalizeCursor() {
-        if cursor.segment < segments[0].id { cursor = SpoolPosition(segment: segments[0].id, offset: 0) }
-        while let index = segments.firstIndex(where: { $0.id == cursor.segment }), index < segments.count - 1,
-            cursor.offset >= segments[index].size
-        {
-            cursor = SpoolPosition(segment: segments[index + 1].id, offset: 0)
+        state.withLock { state in
+            guard state.intakeStopped else { return false }
+            state.normalizeCursor()
+            let last = state.segments[state.segments.count - 1]
+            return state.cursor.segment == last.id && state.cursor.offset >= last.size
         }
     }
 
-    /// Deletes sealed segments wholly before `position`. Called under `condition`.
-    private func deleteSegments(before position: SpoolPosition) {
-        while segments.count > 1 {
-            let first = segments[0]
+    /// Deletes sealed segments wholly before `position`.
+    private func deleteSegments(before position: SpoolPosition, _ state: inout State) {
+        while state.segments.count > 1 {
+            let first = state.segments[0]
             let done = first.id < position.segment || (first.id == position.segment && position.offset >= first.size)
             guard done else { return }
             let path = Self.path(first.id, in: settings.directory)
@@ -488,8 +466,8 @@ public final class Spool: @unchecked Sendable {
                     "cannot delete a committed spool segment", metadata: ["error": "\(SpoolError.system(path))"])
                 return
             }
-            segments.removeFirst()
-            totalBytes -= first.size
+            state.segments.removeFirst()
+            state.totalBytes -= first.size
         }
     }
 
@@ -497,19 +475,23 @@ public final class Spool: @unchecked Sendable {
 
     /// Bytes, pending records and the age of the oldest; cheap enough for every metrics snapshot.
     public func status() -> Status {
-        condition.lock()
-        defer { condition.unlock() }
-        var status = Status(bytes: totalBytes, recordsPending: max(0, pendingRecords), oldestPendingReceivedAt: nil)
-        guard pendingRecords > 0 else { return status }
-        var position = committed
-        if position.segment < segments[0].id { position = SpoolPosition(segment: segments[0].id, offset: 0) }
-        while let index = segments.firstIndex(where: { $0.id == position.segment }), index < segments.count - 1,
-            position.offset >= segments[index].size
-        {
-            position = SpoolPosition(segment: segments[index + 1].id, offset: 0)
+        let (bytes, pending, oldest) = state.withLock { state -> (Int64, Int, SpoolPosition?) in
+            guard state.pendingRecords > 0 else { return (state.totalBytes, 0, nil) }
+            var position = state.committed
+            if position.segment < state.segments[0].id {
+                position = SpoolPosition(segment: state.segments[0].id, offset: 0)
+            }
+            while let index = state.segments.firstIndex(where: { $0.id == position.segment }),
+                index < state.segments.count - 1, position.offset >= state.segments[index].size
+            {
+                position = SpoolPosition(segment: state.segments[index + 1].id, offset: 0)
+            }
+            return (state.totalBytes, state.pendingRecords, position)
         }
-        if let file = try? SpoolFile(path: Self.path(position.segment, in: settings.directory), flags: O_RDONLY),
-            let header = try? file.read(count: SpoolFraming.headerBytes + 8, at: position.offset)
+        var status = Status(bytes: bytes, recordsPending: max(0, pending), oldestPendingReceivedAt: nil)
+        if let oldest,
+            let file = try? SpoolFile(path: Self.path(oldest.segment, in: settings.directory), flags: O_RDONLY),
+            let header = try? file.read(count: SpoolFraming.headerBytes + 8, at: oldest.offset)
         {
             status.oldestPendingReceivedAt = SpoolFraming.receivedAt(header: header)
         }
@@ -519,13 +501,10 @@ public final class Spool: @unchecked Sendable {
     /// Stops everything: waiting appends return false, reads return empty. With an fsync policy,
     /// the active segment is flushed.
     public func close() {
-        condition.lock()
-        closed = true
-        condition.broadcast()
-        condition.unlock()
-        appendLock.lock()
-        if settings.fsync != .never && unsyncedBytes { try? activeFile.sync() }
-        appendLock.unlock()
+        state.update { state in
+            state.closed = true
+            if settings.fsync != .never && state.unsyncedBytes { try? state.activeFile.sync() }
+        }
     }
 
     // MARK: files

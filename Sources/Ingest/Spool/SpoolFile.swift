@@ -5,7 +5,7 @@
 /// An open file of the spool: a file descriptor with the few calls the spool needs, each turning
 /// `-1`/`errno` into a ``SpoolError``. Closed when the last reference goes. Used only under the
 /// spool's locks.
-final class SpoolFile {
+final class SpoolFile: Sendable {
     let descriptor: Int32
     let path: String
 

@@ -17,14 +17,18 @@ public final class Guarded<State: Sendable>: @unchecked Sendable {
     }
 
     /// Runs `body` with the state, under the lock.
-    public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    public func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure)
+        -> Result
+    {
         condition.lock()
         defer { condition.unlock() }
         return try body(&state)
     }
 
     /// Runs `body` under the lock, then wakes every waiter (the state changed).
-    public func update<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    public func update<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure)
+        -> Result
+    {
         condition.lock()
         defer {
             condition.broadcast()
@@ -36,9 +40,10 @@ public final class Guarded<State: Sendable>: @unchecked Sendable {
     /// Waits, under the lock, until `isReady` holds for the state or `deadline` passes (nil: no deadline), then
     /// runs `body` with the state (also on a time-out: `body` receives whether it is ready). Wakes other waiters
     /// when `body` may have changed the state.
-    public func wait<Result>(
-        until deadline: Date?, for isReady: (State) -> Bool, then body: (inout State, _ ready: Bool) throws -> Result
-    ) rethrows -> Result {
+    public func wait<Result, Failure: Error>(
+        until deadline: Date?, for isReady: (State) -> Bool,
+        then body: (inout State, _ ready: Bool) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         condition.lock()
         defer {
             condition.broadcast()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Telemetry
 
 /// Turns Tasmota and Shelly reading messages into samples, on the writer thread.
@@ -14,8 +15,8 @@ import Telemetry
 ///   is memory only; after a restart the first messages rebuild it.
 ///
 /// Messages a firmware sends in normal operation that carry no reading are ``IgnoredKind``s, never rejections.
-/// One lock guards the state, hence `@unchecked Sendable`.
-public final class ForeignReadings: @unchecked Sendable {
+/// One `Mutex` guards the state.
+public final class ForeignReadings: Sendable {
     /// See the type documentation, seconds.
     public static let duplicateWindowSeconds = 5.0
 
@@ -27,10 +28,12 @@ public final class ForeignReadings: @unchecked Sendable {
 
     private let router: ProtocolRouter
     private let registry: DeviceRegistry
-    private let lock = NSLock()
-    private var gen1Polls = ShellyGen1Polls<Gen1Outlet>()
-    private var gen2Status: [String: ShellyGen2Protocol.MeterStatus] = [:]
-    private var gen2LastStored: [String: (status: ShellyGen2Protocol.MeterStatus, at: Date)] = [:]
+    private struct State: Sendable {
+        var gen1Polls = ShellyGen1Polls<Gen1Outlet>()
+        var gen2Status: [String: ShellyGen2Protocol.MeterStatus] = [:]
+        var gen2LastStored: [String: (status: ShellyGen2Protocol.MeterStatus, at: Date)] = [:]
+    }
+    private let state = Mutex(State())
 
     public init(router: ProtocolRouter, registry: DeviceRegistry) {
         self.router = router
@@ -39,14 +42,14 @@ public final class ForeignReadings: @unchecked Sendable {
 
     /// Until when a Shelly Gen1 poll waits for its other half; nil when none does. The batch holding its
     /// first half is not written before then (or before it completes).
-    var heldUntil: Date? { lock.withLock { gen1Polls.nextExpiry } }
+    var heldUntil: Date? { state.withLock { $0.gen1Polls.nextExpiry } }
 
     /// The samples of the Gen1 polls opened more than their window before `time` (every one when `time` is
     /// nil: nothing more will come), with what they have.
     func release(before time: Date?, limits: ValidationLimits) -> ClassifiedMessage {
-        let completed = lock.withLock {
-            guard !gen1Polls.isEmpty else { return [ShellyGen1Polls<Gen1Outlet>.Completed]() }
-            return time.map { gen1Polls.expire(openedBefore: $0) } ?? gen1Polls.completeAll()
+        let completed = state.withLock { state in
+            guard !state.gen1Polls.isEmpty else { return [ShellyGen1Polls<Gen1Outlet>.Completed]() }
+            return time.map { state.gen1Polls.expire(openedBefore: $0) } ?? state.gen1Polls.completeAll()
         }
         var result = ClassifiedMessage()
         Self.add(completed, to: &result, limits: limits)
@@ -127,22 +130,22 @@ public final class ForeignReadings: @unchecked Sendable {
                     ignored = ignored ?? .unregisteredChannel
                     continue
                 }
-                let (status, skipped): (ShellyGen2Protocol.MeterStatus?, IgnoredKind?) = lock.withLock {
-                    let base = gen2Status[outlet.code] ?? ShellyGen2Protocol.MeterStatus()
+                let (status, skipped): (ShellyGen2Protocol.MeterStatus?, IgnoredKind?) = state.withLock { state in
+                    let base = state.gen2Status[outlet.code] ?? ShellyGen2Protocol.MeterStatus()
                     let next = base.overlaid(with: update.fields)
-                    gen2Status[outlet.code] = next
+                    state.gen2Status[outlet.code] = next
                     guard ShellyGen2Protocol.MeterStatus.hasMeterFields(update.fields) else { return (nil, .noReading) }
                     // A counter update (`aenergy` once a minute) while the power is not known yet: the counter
                     // stays in the overlay and goes with the channel's next sample.
                     guard next.powerWatts != nil || (next.voltageVolts != nil && next.currentAmperes != nil) else {
                         return (nil, .energyOnly)
                     }
-                    if let last = gen2LastStored[outlet.code], last.status == next,
+                    if let last = state.gen2LastStored[outlet.code], last.status == next,
                         message.receivedAt.timeIntervalSince(last.at) < Self.duplicateWindowSeconds
                     {
                         return (nil, .repeatedStatus)
                     }
-                    gen2LastStored[outlet.code] = (next, message.receivedAt)
+                    state.gen2LastStored[outlet.code] = (next, message.receivedAt)
                     return (next, nil)
                 }
                 guard let status else {
@@ -196,7 +199,7 @@ public final class ForeignReadings: @unchecked Sendable {
                 reject(rejection)
                 return nil
             }
-            completed = lock.withLock { gen1Polls.addPower(watts, of: key, at: message.receivedAt) }
+            completed = state.withLock { $0.gen1Polls.addPower(watts, of: key, at: message.receivedAt) }
         } else {
             let wattMinutes: Double?
             switch ShellyGen1Protocol.number(message.payload) {
@@ -209,7 +212,7 @@ public final class ForeignReadings: @unchecked Sendable {
                 reject(Rejection(reason: .outOfRange, detail: "energy \(wattMinutes) Wmin is negative"))
                 return nil
             }
-            completed = lock.withLock { gen1Polls.addEnergy(wattMinutes, of: key, at: message.receivedAt) }
+            completed = state.withLock { $0.gen1Polls.addEnergy(wattMinutes, of: key, at: message.receivedAt) }
         }
         Self.add(completed, to: &result, limits: limits)
         return nil

@@ -1,9 +1,9 @@
 import Foundation
+import Synchronization
 import Telemetry
 
-/// Counters of the ingest path, since start, and the spool's gauges. One lock guards them, hence
-/// `@unchecked Sendable`.
-public final class IngestMetrics: @unchecked Sendable {
+/// Counters of the ingest path, since start, and the spool's gauges, behind one `Mutex`.
+public final class IngestMetrics: Sendable {
     /// A consistent copy of the counters.
     public struct Snapshot: Sendable, Equatable {
         public var messagesReceived: UInt64 = 0
@@ -57,18 +57,18 @@ public final class IngestMetrics: @unchecked Sendable {
         }
     }
 
-    private let lock = NSLock()
-    private var state = Snapshot()
-    private var spool: Spool?
+    private struct State: Sendable {
+        var counters = Snapshot()
+        var spool: Spool?
+    }
+    private let state = Mutex(State())
 
     public init() {}
 
     /// The counters, and the spool's gauges as of now.
     public func snapshot() -> Snapshot {
-        lock.lock()
-        var snapshot = state
-        let spool = self.spool
-        lock.unlock()
+        let (counters, spool) = state.withLock { ($0.counters, $0.spool) }
+        var snapshot = counters
         if let status = spool?.status() {
             snapshot.spoolBytes = status.bytes
             snapshot.spoolRecordsPending = status.recordsPending
@@ -80,80 +80,65 @@ public final class IngestMetrics: @unchecked Sendable {
 
     /// Where the spool gauges come from.
     func observe(_ spool: Spool) {
-        lock.lock()
-        self.spool = spool
-        lock.unlock()
+        state.withLock { $0.spool = spool }
+    }
+
+    private func count(_ change: (inout Snapshot) -> Void) {
+        state.withLock { change(&$0.counters) }
     }
 
     func messageReceived() {
-        lock.lock()
-        state.messagesReceived += 1
-        lock.unlock()
+        count { $0.messagesReceived += 1 }
     }
 
     /// A message was ignored (nothing to store, nothing wrong).
     func messageIgnored(_ kind: IgnoredKind) {
-        lock.lock()
-        state.ignored[kind, default: 0] += 1
-        lock.unlock()
+        count { $0.ignored[kind, default: 0] += 1 }
     }
 
     /// Readings left out of a message because an earlier one of it has the same time.
-    func duplicatesDropped(_ count: Int) {
-        lock.lock()
-        state.readingsDuplicate += UInt64(count)
-        lock.unlock()
+    func duplicatesDropped(_ duplicates: Int) {
+        count { $0.readingsDuplicate += UInt64(duplicates) }
     }
 
     func batchCommitted(stored: Int, duplicates: Int, rejected: [RejectionReason: Int], seconds: Double) {
-        lock.lock()
-        state.readingsStored += UInt64(stored)
-        state.readingsDuplicate += UInt64(duplicates)
-        for (reason, count) in rejected { state.rejected[reason, default: 0] += UInt64(count) }
-        state.batchesCommitted += 1
-        state.lastCommitSeconds = seconds
-        state.batchRows.observe(Double(stored + duplicates + rejected.values.reduce(0, +)))
-        state.commitSeconds.observe(seconds)
-        state.databaseConnected = true
-        lock.unlock()
+        count { counters in
+            counters.readingsStored += UInt64(stored)
+            counters.readingsDuplicate += UInt64(duplicates)
+            for (reason, count) in rejected { counters.rejected[reason, default: 0] += UInt64(count) }
+            counters.batchesCommitted += 1
+            counters.lastCommitSeconds = seconds
+            counters.batchRows.observe(Double(stored + duplicates + rejected.values.reduce(0, +)))
+            counters.commitSeconds.observe(seconds)
+            counters.databaseConnected = true
+        }
     }
 
     /// A set request, state or availability report was refused (counted with the readings' rejections).
     func commandMessageRejected(_ reason: RejectionReason) {
-        lock.lock()
-        state.rejected[reason, default: 0] += 1
-        lock.unlock()
+        count { $0.rejected[reason, default: 0] += 1 }
     }
 
     func commandResultPublished(_ result: String) {
-        lock.lock()
-        state.commandResults[result, default: 0] += 1
-        lock.unlock()
+        count { $0.commandResults[result, default: 0] += 1 }
     }
 
     func commandPublished() {
-        lock.lock()
-        state.commandsPublished += 1
-        lock.unlock()
+        count { $0.commandsPublished += 1 }
     }
 
     func databaseError() {
-        lock.lock()
-        state.databaseErrors += 1
-        state.databaseConnected = false
-        lock.unlock()
+        count {
+            $0.databaseErrors += 1
+            $0.databaseConnected = false
+        }
     }
 
     func setDatabaseConnected(_ connected: Bool) {
-        lock.lock()
-        state.databaseConnected = connected
-        lock.unlock()
+        count { $0.databaseConnected = connected }
     }
 
     func setBrokerConnected(_ connected: Bool) {
-        lock.lock()
-        state.brokerConnected = connected
-        lock.unlock()
+        count { $0.brokerConnected = connected }
     }
-
 }
