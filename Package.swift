@@ -41,21 +41,70 @@ let package = Package(
         // The domain: pure, I/O-free.
         .target(name: "Telemetry"),
 
-        // The daemon.
+        // The daemon, one target per seam (README.md, "Architecture"; a test compares that picture with
+        // `swift package dump-package`).
+        // Threads, database workers, locks, systemd: how outletd runs things, off Swift's cooperative pool.
+        .target(
+            name: "Runtime",
+            dependencies: [
+                "Postgres", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        // The durable hand-off from the MQTT callback to the writer.
+        .target(
+            name: "MessageSpool",
+            dependencies: ["Runtime", "Telemetry", .product(name: "Logging", package: "swift-log")]),
+        // outletd.yaml, the environment, the credentials: one validated value.
+        .target(
+            name: "Config",
+            dependencies: [
+                "MessageSpool", "MQTT", "Postgres", "Telemetry", .product(name: "Yams", package: "Yams"),
+            ]),
+        // Counters, /metrics, /healthz, /readyz, JSON logs.
+        .target(
+            name: "Observability",
+            dependencies: [
+                "Config", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        // Everything outletd says in SQL: schema, registry, batches, rollups, queries, commands.
+        .target(
+            name: "Storage",
+            dependencies: [
+                "Config", "MessageSpool", "Observability", "Postgres", "Runtime", "Telemetry",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // Which protocol and outlet a Tasmota or Shelly topic belongs to.
+        .target(name: "Routing", dependencies: ["Config", "MQTT", "Telemetry"]),
+        // The writer: spool → classify → batches → PostgreSQL.
         .target(
             name: "Ingest",
             dependencies: [
-                "MQTT", "Postgres", "Telemetry",
-                .product(name: "Logging", package: "swift-log"),
+                "Config", "MessageSpool", "Observability", "Postgres", "Routing", "Runtime", "Storage",
+                "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Yams", package: "Yams"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-            ]
-        ),
+            ]),
+        // Switching outlets: requests, state reports, the command lifecycle.
+        .target(
+            name: "Commands",
+            dependencies: [
+                "Config", "MQTT", "Observability", "Postgres", "Routing", "Runtime", "Storage", "Telemetry",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The composition root: every part as a Service of one ServiceGroup.
+        .target(
+            name: "Daemon",
+            dependencies: [
+                "Commands", "Config", "Ingest", "MessageSpool", "MQTT", "Observability", "Postgres",
+                "Routing", "Runtime", "Storage", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         .executableTarget(
             name: "outletd",
             dependencies: [
-                "CMalloc", "Ingest", "MQTT", "Postgres", "Telemetry",
+                "CMalloc", "Commands", "Config", "Daemon", "Observability", "MQTT", "Postgres", "Runtime", "Storage",
+                "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -68,7 +117,7 @@ let package = Package(
         // Figures for docs/ROLLUPS.md; not a test.
         .executableTarget(
             name: "outletd-bench",
-            dependencies: ["Ingest", "Postgres", "Telemetry"],
+            dependencies: ["Config", "Postgres", "Storage", "Telemetry"],
             path: "Benchmarks/RollupBenchmark"
         ),
         // Decode cost per message of each protocol, for docs/PROTOCOLS.md; not a test.
@@ -80,7 +129,12 @@ let package = Package(
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "MQTT", "Postgres", "Telemetry", "TestSupport"]),
+        .testTarget(
+            name: "IngestTests",
+            dependencies: [
+                "Commands", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability", "Postgres",
+                "Routing", "Runtime", "Storage", "Telemetry", "TestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

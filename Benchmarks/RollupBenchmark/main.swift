@@ -1,3 +1,9 @@
+import Config
+import Foundation
+import Postgres
+import Storage
+import Telemetry
+
 // outletd-bench: the figures of docs/ROLLUPS.md ("Benchmark"). Not a test.
 //
 //   outletd-bench ingest URL_WITHOUT URL_WITH [--outlets 100] [--readings 2000] [--rounds 3] [--batch-rows N]
@@ -16,10 +22,6 @@
 //       Fills an empty database with raw samples (SQL generate_series, the last 30 days), builds
 //       the rollups with the rebuild SQL, then times the dashboards' "average and peak of one
 //       outlet over the last 24 h" query (PowerStatsQuery.averageAndPeakSQL) and prints its plan.
-import Foundation
-import Ingest
-import Postgres
-import Telemetry
 
 func option(_ name: String, _ fallback: Int) -> Int {
     let arguments = CommandLine.arguments

@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 extension Date {
     /// Microseconds between 1970-01-01T00:00:00Z and Foundation's reference date 2001-01-01T00:00:00Z.
@@ -37,5 +38,18 @@ extension Date {
     /// This date rounded to whole microseconds, in canonical form (see ``init(microsecondsSince1970:)``).
     public var roundedToMicroseconds: Date {
         Date(microsecondsSince1970: microsecondsSince1970)
+    }
+}
+
+extension Date {
+    /// Microseconds since 1970, `timeIntervalSince1970 × 10⁶` rounded to the nearest, clamped to `Int64`: the
+    /// encoding of a time in spool records and in the writer's binary `COPY` (both must agree bit for bit, or a
+    /// record read back would carry another instant).
+    public var epochMicroseconds: Int64 {
+        let value = (timeIntervalSince1970 * 1_000_000).rounded()
+        guard !value.isNaN else { return Int64.min }
+        if value >= 9.2e18 { return Int64.max }
+        if value <= -9.2e18 { return Int64.min }
+        return Int64(value)
     }
 }

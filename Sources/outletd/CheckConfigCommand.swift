@@ -1,5 +1,9 @@
 import ArgumentParser
-import Ingest
+import Config
+import Daemon
+import Observability
+import Runtime
+import Storage
 
 /// `outletd check-config`: validates the configuration and prints the effective values.
 struct CheckConfigCommand: ParsableCommand {

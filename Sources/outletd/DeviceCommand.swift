@@ -1,6 +1,10 @@
 import ArgumentParser
+import Config
+import Daemon
 import Foundation
-import Ingest
+import Observability
+import Runtime
+import Storage
 import Telemetry
 
 /// `outletd device …`: the registry of outlets.

@@ -1,8 +1,12 @@
 import ArgumentParser
+import Config
+import Daemon
 import Foundation
-import Ingest
 import Logging
+import Observability
 import Postgres
+import Runtime
+import Storage
 
 /// Options every subcommand takes.
 struct GlobalOptions: ParsableArguments {

@@ -1,5 +1,9 @@
 import ArgumentParser
-import Ingest
+import Config
+import Daemon
+import Observability
+import Runtime
+import Storage
 
 /// `outletd migrate`: applies pending schema migrations.
 struct MigrateCommand: ParsableCommand {

@@ -1,6 +1,11 @@
 import ArgumentParser
+import Config
+import Daemon
 import Foundation
-import Ingest
+import Observability
+import Runtime
+import Storage
+import Telemetry
 
 /// `outletd rollup rebuild [--device CODE] --since TIME`: recomputes the rollups from the raw
 /// samples, with the same SQL the write path uses, one transaction per outlet and day.

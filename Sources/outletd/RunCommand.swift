@@ -1,8 +1,12 @@
 import ArgumentParser
 import CMalloc
-import Ingest
+import Config
+import Daemon
 import Logging
+import Observability
+import Runtime
 import ServiceLifecycle
+import Storage
 
 #if canImport(Glibc)
     import Glibc

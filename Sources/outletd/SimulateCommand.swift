@@ -1,8 +1,12 @@
 import ArgumentParser
+import Config
+import Daemon
 import Dispatch
 import Foundation
-import Ingest
 import MQTT
+import Observability
+import Runtime
+import Storage
 import Telemetry
 
 /// `outletd simulate`: a fleet of simulated outlets publishing realistic readings over MQTT.

@@ -1,6 +1,11 @@
 import ArgumentParser
+import Config
+import Daemon
 import Foundation
-import Ingest
+import Observability
+import Runtime
+import Storage
+import Telemetry
 
 /// `outletd stats [CODE] [--since 24h]`: one outlet's power from the hourly rollups (average,
 /// peak and when, energy, samples, a bar chart by hour), or every outlet from

@@ -1,7 +1,12 @@
 import ArgumentParser
+import Commands
+import Config
+import Daemon
 import Foundation
-import Ingest
+import Observability
 import Postgres
+import Runtime
+import Storage
 import Telemetry
 
 /// `outletd switch CODE on|off|toggle [--wait]`: one command from a terminal, through the same lifecycle as MQTT

@@ -4,7 +4,15 @@ import Telemetry
 import TestSupport
 import Testing
 
+@testable import Commands
+@testable import Config
+@testable import Daemon
 @testable import Ingest
+@testable import MessageSpool
+@testable import Observability
+@testable import Routing
+@testable import Runtime
+@testable import Storage
 
 /// The write path's SQL against a real PostgreSQL.
 @Suite struct BatchStoreTests {

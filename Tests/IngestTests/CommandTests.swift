@@ -6,7 +6,15 @@ import Telemetry
 import TestSupport
 import Testing
 
+@testable import Commands
+@testable import Config
+@testable import Daemon
 @testable import Ingest
+@testable import MessageSpool
+@testable import Observability
+@testable import Routing
+@testable import Runtime
+@testable import Storage
 
 /// Switching outlets end to end: real mosquitto and PostgreSQL, an in-process outletd, simulated outlets.
 @Suite(.serialized) struct CommandTests {

@@ -2,7 +2,15 @@ import Foundation
 import TestSupport
 import Testing
 
+@testable import Commands
+@testable import Config
+@testable import Daemon
 @testable import Ingest
+@testable import MessageSpool
+@testable import Observability
+@testable import Routing
+@testable import Runtime
+@testable import Storage
 
 /// PostgreSQL goes away while readings keep coming: outletd keeps receiving into the spool,
 /// reconnects, re-creates its session state and drains the backlog. A private stack, since the

@@ -1,7 +1,15 @@
 import Foundation
 import Testing
 
+@testable import Commands
+@testable import Config
+@testable import Daemon
 @testable import Ingest
+@testable import MessageSpool
+@testable import Observability
+@testable import Routing
+@testable import Runtime
+@testable import Storage
 
 /// When the writer ends a batch and how much it reads next (``FlushPolicy``), as tables.
 @Suite struct FlushPolicyTests {

@@ -5,7 +5,15 @@ import Telemetry
 import TestSupport
 import Testing
 
+@testable import Commands
+@testable import Config
+@testable import Daemon
 @testable import Ingest
+@testable import MessageSpool
+@testable import Observability
+@testable import Routing
+@testable import Runtime
+@testable import Storage
 
 /// A scripted Tasmota or Shelly device: answers the commands outletd publishes the way that firmware does.
 final class ScriptedDevice: Sendable {

@@ -7,7 +7,15 @@ import Synchronization
 import TestSupport
 import Testing
 
+@testable import Commands
+@testable import Config
+@testable import Daemon
 @testable import Ingest
+@testable import MessageSpool
+@testable import Observability
+@testable import Routing
+@testable import Runtime
+@testable import Storage
 
 /// Shared set-up of the integration tests: a migrated database of their own, a configuration
 /// pointing at the test stack, an in-process service or an `outletd` process, and a publisher.

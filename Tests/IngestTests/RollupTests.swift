@@ -4,7 +4,15 @@ import Telemetry
 import TestSupport
 import Testing
 
+@testable import Commands
+@testable import Config
+@testable import Daemon
 @testable import Ingest
+@testable import MessageSpool
+@testable import Observability
+@testable import Routing
+@testable import Runtime
+@testable import Storage
 
 /// The power rollups against a real PostgreSQL, fed through the real write path (`BatchStore`).
 @Suite struct RollupTests {

@@ -3,7 +3,15 @@ import MQTT
 import Telemetry
 import TestSupport
 
+@testable import Commands
+@testable import Config
+@testable import Daemon
 @testable import Ingest
+@testable import MessageSpool
+@testable import Observability
+@testable import Routing
+@testable import Runtime
+@testable import Storage
 
 /// A native-protocol outlet for the command tests: it receives `<prefix>/<code>/command` and, depending on its
 /// mode, obeys (publishes its new state naming the command), ignores it, or is offline (published `offline` on its

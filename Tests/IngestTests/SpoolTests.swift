@@ -1,8 +1,17 @@
 import Foundation
 import Logging
+import Telemetry
 import Testing
 
+@testable import Commands
+@testable import Config
+@testable import Daemon
 @testable import Ingest
+@testable import MessageSpool
+@testable import Observability
+@testable import Routing
+@testable import Runtime
+@testable import Storage
 
 #if canImport(Glibc)
     import Glibc

@@ -3,7 +3,15 @@ import Logging
 import TestSupport
 import Testing
 
+@testable import Commands
+@testable import Config
+@testable import Daemon
 @testable import Ingest
+@testable import MessageSpool
+@testable import Observability
+@testable import Routing
+@testable import Runtime
+@testable import Storage
 
 #if canImport(Glibc)
     import Glibc

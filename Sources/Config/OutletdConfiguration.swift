@@ -1,0 +1,238 @@
+import MessageSpool
+import Telemetry
+
+/// Everything an outletd process can be told, with its defaults.
+///
+/// Loaded by ``ConfigurationLoader`` from `config/outletd.yaml` (every key documented there) and
+/// then from `OUTLETD_*` environment variables, which override any key. The table of keys in
+/// ``ConfigurationKey/all`` is the single source of truth: names, types, ranges and docs.
+public struct OutletdConfiguration: Sendable, Equatable {
+    /// Names this instance: its MQTT client id (so the broker keeps its session) and its logs.
+    public var instanceID = "outletd"
+    public var database = Database()
+    public var mqtt = MQTTSettings()
+    public var ingest = IngestSettings()
+    public var spool = SpoolSettings()
+    public var validation = ValidationSettings()
+    public var rejections = RejectionSettings()
+    public var registry = RegistrySettings()
+    public var commands = CommandSettings()
+    public var rollups = RollupSettings()
+    public var retention = RetentionSettings()
+    public var logging = LoggingSettings()
+    public var http = HTTPSettings()
+    public var protocols = ProtocolSettings()
+
+    public init() {}
+
+    /// Tasmota and Shelly topic layouts (docs/PROTOCOLS.md). Lists are comma-separated.
+    public struct ProtocolSettings: Sendable, Equatable {
+        /// FullTopic patterns subscribed to besides those of registered outlets.
+        public var tasmotaFullTopics = "%prefix%/%topic%/"
+        /// Tasmota's command, status and telemetry prefixes (SetPrefix1..3).
+        public var tasmotaPrefixes = "cmnd,stat,tele"
+        /// The first level of every Shelly Gen1 topic.
+        public var shellyGen1Prefix = "shellies"
+        /// The Shelly Gen2 filters (the device prefix is the levels before `status`, `events`, `online`).
+        public var shellyGen2Subscriptions = "+/status/+,+/events/rpc,+/online"
+        /// outletd's JSON-RPC `src`; replies come on `<this>/rpc`. Empty: `outletd/<instance_id>/shelly`.
+        public var shellyGen2ReplyPrefix = ""
+    }
+
+    /// The default of both share groups (`mqtt.share_group`, `commands.share_group`).
+    public static let defaultShareGroup = "outletd"
+
+    /// PostgreSQL.
+    public struct Database: Sendable, Equatable {
+        /// A libpq connection string (`host=… dbname=…`) or URI (`postgresql://user:pass@host/db`).
+        public var url = "postgresql://outletd@127.0.0.1:5432/outletd"
+        /// Apply pending migrations when `outletd run` starts.
+        public var migrateOnStart = true
+        /// Upper bound of the reconnect backoff, seconds.
+        public var reconnectDelayMaxSeconds = 30.0
+    }
+
+    /// The MQTT broker.
+    public struct MQTTSettings: Sendable, Equatable {
+        /// `mqtt://[user[:password]@]host[:port]`.
+        public var url = "mqtt://127.0.0.1:1883"
+        /// First topic levels of the native protocol: `<prefix>/<code>/telemetry`.
+        public var topicPrefix = "outlets"
+        /// MQTT v5 shared-subscription group of the telemetry subscription
+        /// (`$share/<group>/<prefix>/+/telemetry`): instances in one group split the readings between
+        /// them, each message going to one. Empty: a plain subscription, every instance gets every reading
+        /// (one instance only). Default `outletd`: a second instance can be added without a change.
+        public var shareGroup = OutletdConfiguration.defaultShareGroup
+        /// How long the broker keeps this instance's session (and queues its messages) while it
+        /// is away, seconds.
+        public var sessionExpirySeconds = 86_400
+        public var keepAliveSeconds = 30
+        public var reconnectDelayMinSeconds = 1
+        public var reconnectDelayMaxSeconds = 30
+        /// QoS 1 messages the broker may have in flight to this instance.
+        public var receiveMaximum = 1_000
+        /// TLS: CA file to verify the broker with (empty: the system's CAs, for `mqtts://`).
+        public var tlsCAFile = ""
+        /// TLS client certificate and key (PEM), for brokers that want one.
+        public var tlsCertificateFile = ""
+        public var tlsKeyFile = ""
+    }
+
+    /// The path from broker to database.
+    public struct IngestSettings: Sendable, Equatable {
+        /// A batch is written when it holds this many rows (readings plus rejections)…
+        /// Reached only with a backlog; each outlet then costs its rollup upserts once per batch
+        /// rather than once per reading (docs/PERFORMANCE.md).
+        public var batchMaxRows = 50_000
+        /// …or when its oldest row has waited this long, milliseconds: at a steady rate, most of
+        /// the latency from receipt to commit (docs/PERFORMANCE.md, "Batch delay").
+        public var batchMaxDelayMilliseconds = 10
+        /// On SIGTERM, how long to keep trying to write what was received before giving up.
+        public var shutdownFlushTimeoutSeconds = 60.0
+    }
+
+    /// The durable spool between the MQTT callback and the writer (see ``Spool``).
+    public struct SpoolSettings: Sendable, Equatable {
+        /// Directory of the segment files; one per instance. The spool locks it (a second process
+        /// using it refuses to start) and records the `instance_id` that owns it (another instance
+        /// refuses it too).
+        public var directory = "/var/lib/outletd/spool"
+        /// When the segment files hold this much, intake waits (the broker queues), bytes.
+        public var maxBytes = 1 << 30
+        /// A new segment file is started at this size; a segment is deleted once fully
+        /// committed, bytes.
+        public var segmentBytes = 64 << 20
+        /// `never`, `interval` or `always`: when appended records are forced to the disk.
+        public var fsync = "never"
+        /// With `fsync: interval`, how often, milliseconds.
+        public var fsyncIntervalMilliseconds = 1_000
+
+        /// The same as ``Spool`` takes them.
+        public var settings: Spool.Settings {
+            Spool.Settings(
+                directory: directory, maxBytes: Int64(maxBytes), segmentBytes: Int64(segmentBytes),
+                fsync: Spool.FsyncPolicy(rawValue: fsync) ?? .never,
+                fsyncIntervalMilliseconds: fsyncIntervalMilliseconds)
+        }
+    }
+
+    /// Bounds a reading must keep (see ``Telemetry/ValidationLimits``).
+    public struct ValidationSettings: Sendable, Equatable {
+        public var voltageMinVolts = 0.0
+        public var voltageMaxVolts = 500.0
+        public var currentMinAmperes = 0.0
+        public var currentMaxAmperes = 100.0
+        public var powerMinWatts = 0.0
+        public var powerMaxWatts = 50_000.0
+        public var maxPayloadBytes = 65_536
+        public var maxReadingsPerMessage = 1_000
+        /// A device timestamp further than this from the receive time is not trusted, seconds.
+        public var maxClockSkewSeconds = 300.0
+        /// How old a reading buffered by an offline outlet (inside a JSON array) may be, seconds.
+        public var maxBackfillSeconds = 86_400.0
+
+        /// The same bounds as the decoders take them.
+        public var limits: ValidationLimits {
+            var limits = ValidationLimits()
+            limits.voltageVolts = voltageMinVolts...voltageMaxVolts
+            limits.currentAmperes = currentMinAmperes...currentMaxAmperes
+            limits.powerWatts = powerMinWatts...powerMaxWatts
+            limits.maxPayloadBytes = maxPayloadBytes
+            limits.maxReadingsPerMessage = maxReadingsPerMessage
+            limits.maxClockSkew = maxClockSkewSeconds
+            limits.maxBackfill = maxBackfillSeconds
+            return limits
+        }
+    }
+
+    /// What is kept of refused messages.
+    public struct RejectionSettings: Sendable, Equatable {
+        /// Rows kept in `rejected_messages` (the newest).
+        public var keepMessages = 10_000
+        /// At most this many rejected messages of one batch are stored (all are counted).
+        public var maxStoredPerBatch = 500
+        /// Rows kept in `pending_devices`.
+        public var pendingDevicesMax = 10_000
+        /// Bytes of the payload kept with a rejected message.
+        public var payloadExcerptBytes = 512
+        /// At most one log line per rejection reason this often, seconds (the rest are counted).
+        public var logIntervalSeconds = 10.0
+    }
+
+    /// The in-memory device registry.
+    public struct RegistrySettings: Sendable, Equatable {
+        /// Besides LISTEN/NOTIFY, reload the whole registry this often, seconds.
+        public var refreshIntervalSeconds = 300.0
+    }
+
+    /// Health and metrics over HTTP.
+    public struct HTTPSettings: Sendable, Equatable {
+        /// `host:port` of `/metrics`, `/healthz`, `/readyz`; empty turns the server off.
+        public var listen = "127.0.0.1:9464"
+        /// `/readyz` answers 503 when more messages than this wait to be written.
+        public var readyMaxBacklogMessages = 50_000
+
+        /// `host:port` (`[::1]:9464` for IPv6) as host and port; nil when it is not that.
+        public static func parse(listen: String) -> (host: String, port: Int)? {
+            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+                (0...65_535).contains(port)
+            else { return nil }
+            var host = String(listen[..<colon])
+            if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            return host.isEmpty ? nil : (host, port)
+        }
+    }
+
+    /// Switching outlets on and off (see docs/COMMANDS.md).
+    public struct CommandSettings: Sendable, Equatable {
+        /// A sent command not confirmed by the outlet's state report within this is timed out, seconds.
+        public var confirmTimeoutSeconds = 10.0
+        /// A command held for an offline outlet expires after this, seconds.
+        public var offlineExpirySeconds = 300.0
+        /// How often timeouts, expiry and held commands are checked, milliseconds.
+        public var sweepIntervalMilliseconds = 200
+        /// Shared-subscription group for `<prefix>/+/set`, so that with several instances one receives each
+        /// request. Empty: a plain subscription (one instance only).
+        public var shareGroup = OutletdConfiguration.defaultShareGroup
+        /// Set requests and state reports received, not yet handled, before intake waits.
+        public var inboxMaxMessages = 10_000
+    }
+
+    /// The power rollups (docs/ROLLUPS.md). Changing either value calls for `outletd rollup rebuild`.
+    public struct RollupSettings: Sendable, Equatable {
+        /// Whether each batch maintains the rollups in its transaction. False stores raw samples
+        /// and totals only (a bulk backfill, or measuring what rollups cost): the rollups and the
+        /// views over them go stale until `outletd rollup rebuild` restates them.
+        public var maintain = true
+        /// IANA time zone of the day buckets (and of the hour buckets of half-hour zones).
+        public var timeZone = "UTC"
+        /// Consecutive samples further apart than this, seconds, add no integrated energy and no
+        /// time to the average.
+        public var maxGapSeconds = 600.0
+    }
+
+    /// What is kept, for how long, and the maintenance task that enforces it.
+    public struct RetentionSettings: Sendable, Equatable {
+        /// Raw samples older than this many days are dropped, one daily partition at a time.
+        public var rawDays = 30
+        /// 1-minute rollups older than this many days are deleted. At least `rawDays + 2`: hours and
+        /// days are recomputed from their minutes.
+        public var minuteRollupDays = 90
+        /// Hourly rollups older than this many days are deleted; 0 keeps them forever.
+        public var hourlyRollupDays = 0
+        /// Daily rollups older than this many days are deleted; 0 keeps them forever.
+        public var dailyRollupDays = 0
+        /// Daily partitions of `samples` created ahead of today.
+        public var partitionsAheadDays = 3
+        /// How often the maintenance task runs, seconds (it also runs at start).
+        public var maintenanceIntervalSeconds = 3_600.0
+    }
+
+    /// Logs (standard error).
+    public struct LoggingSettings: Sendable, Equatable {
+        /// trace, debug, info, notice, warning, error or critical.
+        public var level = "info"
+        /// `text` (human) or `json` (one JSON object per line).
+        public var format = "text"
+    }
+}

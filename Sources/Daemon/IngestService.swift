@@ -1,0 +1,245 @@
+import Commands
+import Config
+import Foundation
+import Ingest
+import Logging
+import MQTT
+import MessageSpool
+import Observability
+import Postgres
+import Routing
+import Runtime
+import ServiceLifecycle
+import Storage
+import Telemetry
+
+/// The daemon: MQTT intake → durable spool → batch writer → PostgreSQL, plus the registry listener.
+///
+/// Start order: database (migrations, rollup settings), registry, maintenance (partitions,
+/// retention), spool, writer, command relay, broker. On graceful shutdown (SIGTERM, SIGINT) the
+/// reverse: intake stops first, the writer writes what the spool holds (within
+/// `ingest.shutdown_flush_timeout_seconds`; the rest stays in the spool for the next start), then
+/// the listeners and the maintenance task end.
+public final class IngestService: Service, Sendable {
+    public let configuration: OutletdConfiguration
+    public let metrics = IngestMetrics()
+    private let logger: Logger
+
+    /// Why the service stopped with an error.
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public init(configuration: OutletdConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// The topic filters outletd subscribes to (all QoS 1). Telemetry goes through the shared subscription
+    /// `$share/<mqtt.share_group>/…` and set requests through `$share/<commands.share_group>/…`, so that with
+    /// several instances each message reaches one of them. State and availability reports stay plain
+    /// subscriptions: they are few, retained (a shared subscription receives no retained messages), and every
+    /// instance's command relay acts on them (the database decides which one's update counts).
+    public var subscriptions: [String] {
+        subscriptions(registeredFullTopics: [])
+    }
+
+    /// The subscriptions, with the Tasmota FullTopics of registered outlets added (see docs/PROTOCOLS.md).
+    public func subscriptions(registeredFullTopics: Set<String>) -> [String] {
+        let prefix = configuration.mqtt.topicPrefix
+        let foreign = ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics).subscriptions
+        return [
+            Self.filter("\(prefix)/+/telemetry", shareGroup: configuration.mqtt.shareGroup),
+            Self.filter("\(prefix)/+/set", shareGroup: configuration.commands.shareGroup),
+            "\(prefix)/+/state",
+            "\(prefix)/+/availability",
+        ]
+            + foreign.map {
+                // Readings of other protocols are shared like native telemetry: with several instances, a
+                // reading stamped with the receive time would otherwise be stored once per instance.
+                ProtocolRouter.carriesReadings($0) ? Self.filter($0, shareGroup: configuration.mqtt.shareGroup) : $0
+            }
+    }
+
+    /// Forms of the shared filters that a persistent session may still hold from another setting of the
+    /// share groups (plain, or the default group), unsubscribed on connect; otherwise the broker would
+    /// deliver those messages a second time through the stale subscription.
+    public var staleSubscriptions: [String] {
+        let prefix = configuration.mqtt.topicPrefix
+        let groups = [
+            ("\(prefix)/+/telemetry", configuration.mqtt.shareGroup),
+            ("\(prefix)/+/set", configuration.commands.shareGroup),
+        ]
+        return groups.flatMap { topic, group in
+            ["", OutletdConfiguration.defaultShareGroup].filter { $0 != group }.map {
+                Self.filter(topic, shareGroup: $0)
+            }
+        } + [drainTopic]
+    }
+
+    /// `topic` as a shared subscription of `shareGroup` (`$share/<group>/<topic>`), or plain when the group is
+    /// empty. Intake topics of other protocols go through this too.
+    public static func filter(_ topic: String, shareGroup: String) -> String {
+        shareGroup.isEmpty ? topic : "$share/\(shareGroup)/\(topic)"
+    }
+
+    /// `outletd/<instance>/status`: `online` while connected, `offline` (the will) otherwise.
+    public var statusTopic: String { "outletd/\(configuration.instanceID)/status" }
+
+    /// `outletd/<instance>/drain`: the marker a stopping instance sends itself after unsubscribing its shared
+    /// filters. The broker queues it behind everything it dealt this session before, so its arrival means
+    /// the session holds nothing more of the share.
+    public var drainTopic: String { "outletd/\(configuration.instanceID)/drain" }
+
+    /// The composition root: prepares the database, opens the spool, wires the parts and runs them as one
+    /// `ServiceGroup`. They start in this order and stop in the reverse one: intake first (hand-over, disconnect,
+    /// no more messages), then the writer (stores what the spool holds), the relay (handles what its inbox
+    /// holds), the listeners and maintenance.
+    public func run() async throws {
+        let (configuration, logger, metrics) = (self.configuration, self.logger, self.metrics)
+        let database = configuration.database
+        try await prepareDatabase()
+        // Tasmota FullTopics of registered outlets are subscribed to besides the configured ones (read at start).
+        let registeredFullTopics = try await Blocking.run("outletd-full-topics") {
+            let connection = try PostgresConnection(connectionString: database.url, applicationName: "outletd-start")
+            defer { connection.close() }
+            return try DeviceStore(connection: connection).tasmotaFullTopics()
+        }
+        let router = ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics)
+        let subscriptions = subscriptions(registeredFullTopics: registeredFullTopics)
+        var spoolSettings = configuration.spool.settings
+        spoolSettings.owner = configuration.instanceID
+        let spool = try await Blocking.run("outletd-spool-open") { [spoolSettings] in
+            try Spool.open(spoolSettings, logger: logger)
+        }
+        metrics.observeBacklog {
+            let status = spool.status()
+            return .init(
+                bytes: status.bytes, records: status.recordsPending, oldestReceivedAt: status.oldestPendingReceivedAt)
+        }
+
+        let registry = DeviceRegistry()
+        let inbox = CommandInbox(maxEvents: configuration.commands.inboxMaxMessages)
+        let notifier = SystemdNotifier()
+        // Shared subscriptions: this instance's membership of the group, for the hand-over when it stops.
+        let membership =
+            subscriptions.contains { $0.hasPrefix("$share/") } && !configuration.mqtt.shareGroup.isEmpty
+            ? ShareGroupMembership(group: configuration.mqtt.shareGroup) : nil
+        let writer = BatchWriter(
+            spool: spool, registry: registry,
+            classifier: MessageClassifier(
+                topicPrefix: configuration.mqtt.topicPrefix, limits: configuration.validation.limits,
+                foreign: ForeignReadings(router: router, registry: registry)),
+            store: BatchStore(
+                keepRejectedMessages: configuration.rejections.keepMessages,
+                pendingDevicesMax: configuration.rejections.pendingDevicesMax,
+                maintainsRollups: configuration.rollups.maintain),
+            settings: BatchWriter.Settings(configuration), connectionString: database.url, metrics: metrics,
+            logger: logger)
+        let intake = try MQTTIntake(
+            .init(
+                configuration: configuration, subscriptions: subscriptions, staleSubscriptions: staleSubscriptions,
+                statusTopic: statusTopic, drainTopic: drainTopic, router: router, spool: spool, inbox: inbox,
+                membership: membership, metrics: metrics, notifier: notifier),
+            logger: logger)
+        var relaySettings = CommandRelay.Settings(configuration)
+        relaySettings.router = router
+        let relay = CommandRelay(
+            inbox: inbox, registry: registry, client: intake.client, settings: relaySettings, metrics: metrics,
+            logger: logger)
+        func worker(_ job: some DatabaseJob) -> DatabaseWorker {
+            DatabaseWorker(
+                job, connectionString: database.url, reconnectDelayMax: database.reconnectDelayMaxSeconds,
+                logger: logger)
+        }
+        var services: [any Service] = [
+            worker(MaintenanceTask(retention: configuration.retention)),
+            worker(
+                RegistryListener(
+                    registry: registry, refreshInterval: configuration.registry.refreshIntervalSeconds,
+                    metrics: metrics)),
+            worker(CommandListener(inbox: inbox, ownBackendPID: { relay.backendPID })),
+        ]
+        if let membership { services.append(worker(membership)) }
+        services += [
+            worker(relay), writer, StatisticsLog(metrics: metrics, logger: logger),
+            Watchdog(notifier: notifier, writer: writer.heartbeat, logger: logger), intake,
+        ]
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: services.map { .init(service: $0) }, logger: logger))
+        try await group.run()
+        let final = metrics.snapshot()
+        logger.info(
+            "stopped",
+            metadata: [
+                "received": "\(final.messagesReceived)", "stored": "\(final.readingsStored)",
+                "duplicates": "\(final.readingsDuplicate)", "rejected": "\(final.rejectedTotal)",
+            ])
+    }
+
+    /// Connects (retrying while the database is down) and applies or checks migrations.
+    private func prepareDatabase() async throws {
+        let configuration = self.configuration
+        let logger = self.logger
+        var backoff = Backoff(initial: 0.5, maximum: configuration.database.reconnectDelayMaxSeconds)
+        while true {
+            do {
+                try await Blocking.run {
+                    let connection = try PostgresConnection(
+                        connectionString: configuration.database.url, applicationName: "outletd-migrate")
+                    defer { connection.close() }
+                    let migrator = Migrator()
+                    if configuration.database.migrateOnStart {
+                        try migrator.migrate(connection) { logger.info("\($0)") }
+                    } else {
+                        let pending = try migrator.pendingVersions(connection)
+                        guard pending.isEmpty else {
+                            throw Failure(
+                                description: "database schema is behind (pending migrations \(pending)); "
+                                    + "run `outletd migrate` or set database.migrate_on_start")
+                        }
+                    }
+                    let settings = RollupStore.Settings(configuration)
+                    let rollups = RollupStore(connection: connection)
+                    if !configuration.rollups.maintain {
+                        try rollups.stopMaintaining()
+                        logger.warning(
+                            """
+                            rollups are not maintained (rollups.maintain: false): the rollup tables and the \
+                            dashboards' views miss the samples stored from now on, until `outletd rollup \
+                            rebuild` restates them
+                            """)
+                    } else if let since = try rollups.unmaintainedSince() {
+                        let text = ISO8601DateFormatter().string(from: since)
+                        logger.warning(
+                            """
+                            the rollups miss samples stored while they were not maintained (rollups.maintain: false): \
+                            run `outletd rollup rebuild --since \(text)` to restate them
+                            """,
+                            metadata: ["unmaintained_since": "\(text)"])
+                    }
+                    if let previous = try rollups.store(settings) {
+                        logger.warning(
+                            """
+                            rollup settings changed; rollups stored before were computed with the old ones: \
+                            run `outletd rollup rebuild --since …` to restate them
+                            """,
+                            metadata: [
+                                "time_zone": "\(previous.timeZone) -> \(settings.timeZone)",
+                                "max_gap_seconds": "\(previous.maxGapSeconds) -> \(settings.maxGapSeconds)",
+                            ])
+                    }
+                }
+                return
+            } catch let error as PostgresError where error.isConnectionError {
+                let delay = backoff.nextDelay()
+                logger.warning(
+                    "database unavailable at start; retrying",
+                    metadata: ["error": "\(error)", "retry_in_s": "\(String(format: "%.1f", delay))"])
+                try await Task.sleep(for: .milliseconds(Int(delay * 1_000)))
+                if Task.isCancelled || Task.isShuttingDownGracefully { throw CancellationError() }
+            }
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Runtime
+import Telemetry
+
+/// What the writer needs to know of a registered outlet.
+///
+/// The registry holds one per registered outlet (100,000 and more), so the common case — a native
+/// outlet with Tasmota's default FullTopic and words — is just an id and a flag (16 bytes, no
+/// allocation); anything else lives in one shared, immutable box.
+public struct RegisteredDevice: Sendable, Equatable {
+    /// `devices.id`, the key of its samples.
+    public var id: Int32
+    public var enabled: Bool
+    /// nil for a native outlet with the defaults.
+    private let details: Details?
+
+    private final class Details: Sendable {
+        let protocolName: String
+        let address: ProtocolAddress?
+        let fullTopic: String
+        let stateWords: TasmotaProtocol.StateWords
+
+        init(protocolName: String, address: ProtocolAddress?, fullTopic: String, stateWords: TasmotaProtocol.StateWords)
+        {
+            self.protocolName = protocolName
+            self.address = address
+            self.fullTopic = fullTopic
+            self.stateWords = stateWords
+        }
+    }
+
+    public var protocolName: String { details?.protocolName ?? OutletProtocol.native.rawValue }
+    /// Where a Tasmota or Shelly outlet lives in its protocol's topics; nil for native outlets.
+    public var address: ProtocolAddress? { details?.address }
+    /// Tasmota FullTopic (default `%prefix%/%topic%/`).
+    public var fullTopic: String { details?.fullTopic ?? TasmotaProtocol.defaultFullTopic }
+    /// Tasmota's configured ON/OFF words.
+    public var stateWords: TasmotaProtocol.StateWords { details?.stateWords ?? TasmotaProtocol.StateWords() }
+
+    public init(
+        id: Int32, enabled: Bool, protocolName: String, address: ProtocolAddress? = nil,
+        fullTopic: String = TasmotaProtocol.defaultFullTopic,
+        stateWords: TasmotaProtocol.StateWords = TasmotaProtocol.StateWords()
+    ) {
+        self.id = id
+        self.enabled = enabled
+        if protocolName == OutletProtocol.native.rawValue && address == nil
+            && fullTopic == TasmotaProtocol.defaultFullTopic && stateWords == TasmotaProtocol.StateWords()
+        {
+            details = nil
+        } else {
+            details = Details(
+                protocolName: protocolName, address: address, fullTopic: fullTopic, stateWords: stateWords)
+        }
+    }
+
+    public static func == (a: RegisteredDevice, b: RegisteredDevice) -> Bool {
+        a.id == b.id && a.enabled == b.enabled && a.protocolName == b.protocolName && a.address == b.address
+            && a.fullTopic == b.fullTopic && a.stateWords == b.stateWords
+    }
+}
+
+/// The key of the (protocol, topic) → outlets index.
+public struct ProtocolTopicKey: Sendable, Hashable {
+    public var outletProtocol: OutletProtocol
+    public var deviceTopic: String
+
+    public init(_ outletProtocol: OutletProtocol, _ deviceTopic: String) {
+        self.outletProtocol = outletProtocol
+        self.deviceTopic = deviceTopic
+    }
+}
+
+/// The in-memory copy of the `devices` table that every message is checked against.
+///
+/// Filled and kept fresh by ``RegistryListener`` (LISTEN/NOTIFY plus a periodic full reload);
+/// read by the writer thread. One ``Guarded`` lock (its condition lets the first load be awaited) guards it.
+public final class DeviceRegistry: Sendable {
+    private struct State: Sendable {
+        var devices: [String: RegisteredDevice] = [:]
+        /// (protocol, device topic) → channel → code, for Tasmota and Shelly outlets; kept with `devices`.
+        var byAddress: [ProtocolTopicKey: [Int: String]] = [:]
+        var loaded = false
+    }
+    private let state = Guarded(State())
+
+    public init() {}
+
+    /// The outlet registered under `code`, if any.
+    public func lookup(_ code: String) -> RegisteredDevice? {
+        state.withLock { $0.devices[code] }
+    }
+
+    /// The outlets registered at a foreign protocol topic: (channel, code, device), by channel.
+    public func lookup(_ outletProtocol: OutletProtocol, topic deviceTopic: String) -> [(
+        channel: Int, code: String, device: RegisteredDevice
+    )] {
+        state.withLock { state in
+            guard let channels = state.byAddress[ProtocolTopicKey(outletProtocol, deviceTopic)] else { return [] }
+            return channels.sorted { $0.key < $1.key }.compactMap { channel, code in
+                state.devices[code].map { (channel, code, $0) }
+            }
+        }
+    }
+
+    /// Every distinct Tasmota FullTopic registered (to derive subscriptions).
+    public var tasmotaFullTopics: Set<String> {
+        state.withLock { Set($0.devices.values.filter { $0.address?.outletProtocol == .tasmota }.map(\.fullTopic)) }
+    }
+
+    /// Replaces everything (a full reload).
+    public func replaceAll(_ entries: [String: RegisteredDevice]) {
+        var index: [ProtocolTopicKey: [Int: String]] = [:]
+        for (code, entry) in entries {
+            guard let address = entry.address else { continue }
+            index[ProtocolTopicKey(address.outletProtocol, address.deviceTopic), default: [:]][address.channel] = code
+        }
+        state.update { $0 = State(devices: entries, byAddress: index, loaded: true) }
+    }
+
+    /// Waits until the first full load happened; false when `deadline` passed first.
+    public func waitUntilLoaded(until deadline: Date) -> Bool {
+        state.wait(until: deadline, for: \.loaded) { _, ready in ready }
+    }
+
+    /// Sets or (with nil) removes one outlet.
+    public func update(_ code: String, _ entry: RegisteredDevice?) {
+        state.withLock { state in
+            if let old = state.devices[code]?.address {
+                let key = ProtocolTopicKey(old.outletProtocol, old.deviceTopic)
+                if state.byAddress[key]?[old.channel] == code { state.byAddress[key]?[old.channel] = nil }
+                if state.byAddress[key]?.isEmpty == true { state.byAddress[key] = nil }
+            }
+            state.devices[code] = entry
+            if let address = entry?.address {
+                state.byAddress[ProtocolTopicKey(address.outletProtocol, address.deviceTopic), default: [:]][
+                    address.channel] = code
+            }
+        }
+    }
+
+    /// Whether a full load has happened (the writer waits for it before judging codes).
+    public var isLoaded: Bool {
+        state.withLock { $0.loaded }
+    }
+
+    /// Registered outlets.
+    public var count: Int {
+        state.withLock { $0.devices.count }
+    }
+}

@@ -1,0 +1,361 @@
+import Foundation
+import Postgres
+import Telemetry
+
+/// A row of `devices`, as the CLI shows it.
+public struct DeviceRecord: Sendable, Equatable {
+    public var id: Int32
+    public var code: String
+    public var name: String
+    public var description: String
+    public var owner: String?
+    public var protocolName: String
+    public var enabled: Bool
+    public var createdAt: Date?
+    /// Tasmota topic, Shelly id or Gen2 prefix; nil for native outlets.
+    public var protocolTopic: String? = nil
+    /// Relay number (Tasmota 1-based, Shelly 0-based; 0 for native).
+    public var channel: Int = 0
+    /// Tasmota FullTopic, when not the default.
+    public var fullTopic: String? = nil
+}
+
+/// A row of `pending_devices`: a code that sent data without being registered.
+public struct PendingDevice: Sendable, Equatable {
+    public var code: String
+    public var firstSeenAt: Date?
+    public var lastSeenAt: Date?
+    public var messageCount: Int64
+    public var lastTopic: String
+    /// What discovery suggested (nil when the code only sent data).
+    public var suggestedProtocol: String? = nil
+    public var suggestedTopic: String? = nil
+    public var suggestedChannels: [Int] = []
+}
+
+/// A registry operation that cannot be done, said in words an operator understands.
+public struct DeviceStoreError: Error, Sendable, CustomStringConvertible, Equatable {
+    public var message: String
+    public var description: String { message }
+
+    public init(message: String) {
+        self.message = message
+    }
+}
+
+/// The registry's SQL: every statement the CLI and the daemon run against `devices` and
+/// `pending_devices`. All parameterised.
+public struct DeviceStore {
+    public let connection: PostgresConnection
+
+    public init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    /// Options of a new outlet.
+    public struct NewDevice: Sendable {
+        public var code: String
+        public var name: String = ""
+        public var description: String = ""
+        public var owner: String?
+        public var enabled: Bool = true
+        /// `native`, `tasmota`, `shelly-gen1` or `shelly-gen2`.
+        public var outletProtocol: OutletProtocol = .native
+        /// Tasmota topic, Shelly Gen1 id or Gen2 prefix (required for those protocols).
+        public var protocolTopic: String?
+        /// Tasmota FullTopic (nil: `%prefix%/%topic%/`).
+        public var fullTopic: String?
+        /// Relay number; nil: 1 for Tasmota, 0 for Shelly.
+        public var channel: Int?
+        /// Tasmota's ON/OFF words when not `ON`/`OFF`.
+        public var stateOnWord: String?
+        public var stateOffWord: String?
+
+        public init(
+            code: String, name: String = "", description: String = "", owner: String? = nil, enabled: Bool = true,
+            outletProtocol: OutletProtocol = .native, protocolTopic: String? = nil, fullTopic: String? = nil,
+            channel: Int? = nil, stateOnWord: String? = nil, stateOffWord: String? = nil
+        ) {
+            self.code = code
+            self.name = name
+            self.description = description
+            self.owner = owner
+            self.enabled = enabled
+            self.outletProtocol = outletProtocol
+            self.protocolTopic = protocolTopic
+            self.fullTopic = fullTopic
+            self.channel = channel
+            self.stateOnWord = stateOnWord
+            self.stateOffWord = stateOffWord
+        }
+    }
+
+    /// Registers an outlet (and forgets it as pending). Running daemons accept it within a second.
+    @discardableResult
+    public func add(_ device: NewDevice) throws -> DeviceRecord {
+        try mappingDuplicates(device.code) { try connection.transaction { try insert(device) } }
+    }
+
+    /// Turns a unique violation into words.
+    private func mappingDuplicates<T>(_ code: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as PostgresError where error.sqlState == "23505" {
+            throw DeviceStoreError(message: "device \(code) (or its protocol topic and channel) is already registered")
+        }
+    }
+
+    /// Checks and inserts one outlet and deletes it from `pending_devices`; the caller holds a transaction.
+    private func insert(_ device: NewDevice) throws -> DeviceRecord {
+        guard DeviceCode(device.code) != nil else {
+            throw DeviceStoreError(
+                message: "invalid device code \"\(device.code)\": use 1 to 64 of A-Z a-z 0-9 _ -")
+        }
+        var channel = device.channel ?? 0
+        if device.outletProtocol != .native {
+            guard let topic = device.protocolTopic, !topic.isEmpty, !topic.contains("+"), !topic.contains("#") else {
+                throw DeviceStoreError(message: "protocol \(device.outletProtocol.rawValue) needs --topic")
+            }
+            if device.outletProtocol == .tasmota {
+                channel = device.channel ?? 1
+                guard channel >= 1 else { throw DeviceStoreError(message: "Tasmota channels start at 1") }
+            }
+            if let fullTopic = device.fullTopic, !TasmotaProtocol.isValidFullTopic(fullTopic) {
+                throw DeviceStoreError(
+                    message: "FullTopic \"\(fullTopic)\" must hold %prefix% and %topic% once each")
+            }
+        }
+        let result = try connection.execute(
+            """
+            INSERT INTO devices (code, name, description, owner, enabled, protocol, protocol_topic, full_topic,
+                                 channel, state_on_word, state_off_word)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+            RETURNING \(Self.columns)
+            """,
+            [
+                device.code, device.name, device.description, device.owner, device.enabled,
+                device.outletProtocol.rawValue, device.outletProtocol == .native ? nil : device.protocolTopic,
+                device.outletProtocol == .tasmota ? device.fullTopic : nil, channel, device.stateOnWord,
+                device.stateOffWord,
+            ])
+        try connection.execute("DELETE FROM pending_devices WHERE code = $1", [device.code])
+        return try Self.record(result, row: 0)
+    }
+
+    /// Registers many outlets at once, skipping codes already registered; returns how many were new.
+    @discardableResult
+    public func addMany(codes: [String], namePrefix: String = "") throws -> Int {
+        for code in codes where DeviceCode(code) == nil {
+            throw DeviceStoreError(message: "invalid device code \"\(code)\"")
+        }
+        let result = try connection.execute(
+            """
+            INSERT INTO devices (code, name)
+            SELECT c, $2 || c FROM unnest($1::text[]) AS c
+            ON CONFLICT (code) DO NOTHING
+            """, [codes, namePrefix])
+        return result.affectedRows ?? 0
+    }
+
+    /// Every registered outlet, by code.
+    public func list() throws -> [DeviceRecord] {
+        let result = try connection.execute("SELECT \(Self.columns) FROM devices ORDER BY code")
+        return try (0..<result.rowCount).map { try Self.record(result, row: $0) }
+    }
+
+    /// One outlet, or nil.
+    public func find(_ code: String) throws -> DeviceRecord? {
+        let result = try connection.execute("SELECT \(Self.columns) FROM devices WHERE code = $1", [code])
+        return result.rowCount == 0 ? nil : try Self.record(result, row: 0)
+    }
+
+    /// Enables or disables an outlet; readings of a disabled outlet are rejected.
+    public func setEnabled(_ code: String, _ enabled: Bool) throws {
+        let result = try connection.execute("UPDATE devices SET enabled = $2 WHERE code = $1", [code, enabled])
+        guard result.affectedRows == 1 else { throw Self.notRegistered(code) }
+    }
+
+    /// Removes an outlet with its samples and totals; returns how many samples went with it.
+    @discardableResult
+    public func remove(_ code: String) throws -> Int {
+        try connection.transaction {
+            let device = try connection.execute("DELETE FROM devices WHERE code = $1 RETURNING id", [code])
+            guard device.rowCount == 1, let id = try device.int64(row: 0, column: 0) else {
+                throw Self.notRegistered(code)
+            }
+            let samples = try connection.execute("DELETE FROM samples WHERE device_id = $1", [id])
+            try connection.execute("DELETE FROM device_power_totals WHERE device_id = $1", [id])
+            return samples.affectedRows ?? 0
+        }
+    }
+
+    /// Codes that sent data without being registered, most recently seen first.
+    public func pending() throws -> [PendingDevice] {
+        let result = try connection.execute(
+            """
+            SELECT code, first_seen_at, last_seen_at, message_count, last_topic, suggested_protocol,
+                   suggested_topic, array_to_string(suggested_channels, ',')
+            FROM pending_devices ORDER BY last_seen_at DESC, code
+            """)
+        return try (0..<result.rowCount).map { row in
+            PendingDevice(
+                code: result[row, 0] ?? "", firstSeenAt: try result.date(row: row, column: 1),
+                lastSeenAt: try result.date(row: row, column: 2),
+                messageCount: try result.int64(row: row, column: 3) ?? 0,
+                lastTopic: result[row, 4] ?? "", suggestedProtocol: result[row, 5], suggestedTopic: result[row, 6],
+                suggestedChannels: (result[row, 7] ?? "").split(separator: ",").compactMap { Int($0) })
+        }
+    }
+
+    /// Records what discovery announced as a pending outlet, unless it is registered already (by code, or by
+    /// protocol and topic) or `pending_devices` is full. Returns whether a row was written.
+    @discardableResult
+    public func suggest(_ suggestion: DeviceSuggestion, topic: String, seenAt: Date, pendingDevicesMax: Int) throws
+        -> Bool
+    {
+        let result = try connection.execute(
+            """
+            INSERT INTO pending_devices AS p (code, first_seen_at, last_seen_at, message_count, last_topic,
+                suggested_protocol, suggested_topic, suggested_full_topic, suggested_channels, suggested_on_word,
+                suggested_off_word)
+            SELECT $1, $2, $2, 1, $3, $4, $5, $6, $7::integer[], $8, $9
+            WHERE NOT EXISTS (SELECT 1 FROM devices WHERE code = $1 OR (protocol = $4 AND protocol_topic = $5))
+              AND ((SELECT count(*) FROM pending_devices) < $10 OR EXISTS (SELECT 1 FROM pending_devices WHERE code = $1))
+            ON CONFLICT (code) DO UPDATE SET
+                last_seen_at = GREATEST(p.last_seen_at, excluded.last_seen_at), message_count = p.message_count + 1,
+                last_topic = excluded.last_topic, suggested_protocol = excluded.suggested_protocol,
+                suggested_topic = excluded.suggested_topic, suggested_full_topic = excluded.suggested_full_topic,
+                suggested_channels = excluded.suggested_channels, suggested_on_word = excluded.suggested_on_word,
+                suggested_off_word = excluded.suggested_off_word
+            """,
+            [
+                suggestion.code, seenAt, topic, suggestion.outletProtocol.rawValue, suggestion.deviceTopic,
+                suggestion.fullTopic, suggestion.channels.map(Int64.init), suggestion.onWord, suggestion.offWord,
+                Int64(pendingDevicesMax),
+            ])
+        return (result.affectedRows ?? 0) > 0
+    }
+
+    /// Registers a pending code in one step. A discovered device is registered with the suggested protocol, topic
+    /// and FullTopic, one outlet per suggested channel: the first keeps `code`, the others are `<code>-<channel>`.
+    /// Returns the first outlet.
+    @discardableResult
+    public func approve(_ code: String, name: String? = nil, owner: String? = nil) throws -> DeviceRecord {
+        let pending = try connection.execute(
+            """
+            SELECT suggested_protocol, suggested_topic, suggested_full_topic,
+                   array_to_string(suggested_channels, ','), suggested_on_word, suggested_off_word
+            FROM pending_devices WHERE code = $1
+            """, [code])
+        guard pending.rowCount == 1 else {
+            throw DeviceStoreError(message: "\(code) is not pending (see `outletd device pending`)")
+        }
+        guard let protocolName = pending[0, 0], let outletProtocol = OutletProtocol(rawValue: protocolName),
+            outletProtocol != .native
+        else {
+            return try add(NewDevice(code: code, name: name ?? "", owner: owner))
+        }
+        let channels = (pending[0, 3] ?? "").split(separator: ",").compactMap { Int($0) }
+        return try mappingDuplicates(code) {
+            try connection.transaction {
+                var first: DeviceRecord?
+                for (index, channel) in (channels.isEmpty ? [nil] : channels.map(Optional.some)).enumerated() {
+                    let outletCode = index == 0 ? code : String("\(code)-\(channel ?? index)".prefix(64))
+                    let record = try insert(
+                        NewDevice(
+                            code: outletCode, name: name ?? "", owner: owner, outletProtocol: outletProtocol,
+                            protocolTopic: pending[0, 1], fullTopic: pending[0, 2], channel: channel,
+                            stateOnWord: pending[0, 4], stateOffWord: pending[0, 5]))
+                    first = first ?? record
+                }
+                try connection.execute("DELETE FROM pending_devices WHERE code = $1", [code])
+                guard let first else { throw DeviceStoreError(message: "nothing to register") }
+                return first
+            }
+        }
+    }
+
+    /// The FullTopic patterns of registered Tasmota outlets (other than the default).
+    public func tasmotaFullTopics() throws -> Set<String> {
+        let result = try connection.execute(
+            "SELECT DISTINCT full_topic FROM devices WHERE protocol = 'tasmota' AND full_topic IS NOT NULL")
+        return Set((0..<result.rowCount).compactMap { result[$0, 0] })
+    }
+
+    /// Every outlet as the in-memory registry holds it.
+    public func registryEntries() throws -> [String: RegisteredDevice] {
+        // Through a cursor, `registryPageRows` at a time: one result of every registered outlet
+        // would hold them all in libpq's memory at once, beside the dictionary being built.
+        try connection.transaction {
+            let total = try connection.execute("SELECT count(*) FROM devices").int64(row: 0, column: 0) ?? 0
+            var entries: [String: RegisteredDevice] = [:]
+            entries.reserveCapacity(Int(total))
+            try connection.execute(
+                "DECLARE outletd_registry NO SCROLL CURSOR FOR SELECT code, \(Self.registryColumns) FROM devices")
+            while true {
+                let result = try connection.execute("FETCH \(Self.registryPageRows) FROM outletd_registry")
+                for row in 0..<result.rowCount {
+                    guard let code = result[row, 0], let entry = try Self.registryEntry(result, row: row, from: 1)
+                    else { continue }
+                    entries[code] = entry
+                }
+                if result.rowCount < Self.registryPageRows { break }
+            }
+            try connection.execute("CLOSE outletd_registry")
+            return entries
+        }
+    }
+
+    static let registryPageRows = 5_000
+
+    /// One outlet as the registry holds it, or nil when it is not registered.
+    public func registryEntry(_ code: String) throws -> RegisteredDevice? {
+        let result = try connection.execute(
+            "SELECT \(Self.registryColumns) FROM devices WHERE code = $1", [code])
+        guard result.rowCount == 1 else { return nil }
+        return try Self.registryEntry(result, row: 0, from: 0)
+    }
+
+    private static let registryColumns =
+        "id, enabled, protocol, protocol_topic, full_topic, channel, state_on_word, state_off_word"
+
+    private static func registryEntry(_ result: PostgresResult, row: Int, from column: Int) throws
+        -> RegisteredDevice?
+    {
+        guard let id = try result.int64(row: row, column: column) else { return nil }
+        let protocolName = result[row, column + 2] ?? "native"
+        var address: ProtocolAddress?
+        if let outletProtocol = OutletProtocol(rawValue: protocolName), outletProtocol != .native,
+            let topic = result[row, column + 3]
+        {
+            address = ProtocolAddress(
+                outletProtocol: outletProtocol, deviceTopic: topic,
+                channel: Int(try result.int64(row: row, column: column + 5) ?? 0))
+        }
+        return RegisteredDevice(
+            id: Int32(truncatingIfNeeded: id), enabled: try result.bool(row: row, column: column + 1) ?? false,
+            protocolName: protocolName, address: address,
+            fullTopic: result[row, column + 4] ?? TasmotaProtocol.defaultFullTopic,
+            stateWords: TasmotaProtocol.StateWords(
+                on: result[row, column + 6] ?? "ON", off: result[row, column + 7] ?? "OFF"))
+    }
+
+    private static let columns =
+        "id, code, name, description, owner, protocol, enabled, created_at, protocol_topic, channel, full_topic"
+
+    private static func record(_ result: PostgresResult, row: Int) throws -> DeviceRecord {
+        guard let id = try result.int64(row: row, column: 0), let code = result[row, 1] else {
+            throw DeviceStoreError(message: "unexpected devices row")
+        }
+        return DeviceRecord(
+            id: Int32(truncatingIfNeeded: id), code: code, name: result[row, 2] ?? "",
+            description: result[row, 3] ?? "", owner: result[row, 4], protocolName: result[row, 5] ?? "native",
+            enabled: try result.bool(row: row, column: 6) ?? false, createdAt: try result.date(row: row, column: 7),
+            protocolTopic: result[row, 8], channel: Int(try result.int64(row: row, column: 9) ?? 0),
+            fullTopic: result[row, 10])
+    }
+
+    private static func notRegistered(_ code: String) -> DeviceStoreError {
+        DeviceStoreError(message: "no device \(code) is registered")
+    }
+}
