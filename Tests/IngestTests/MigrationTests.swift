@@ -29,6 +29,44 @@ import Testing
         }
     }
 
+    /// The write path's SQL lives in sql/write/ as text; the binary carries the same text.
+    @Test func embeddedWriteStatementsMatchTheFolder() throws {
+        let folder = "\(TestStack.packageRoot)/sql/write"
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".sql") }
+        #expect(Set(files.map { String($0.dropLast(4)) }) == Set(WriteSQL.all.keys), "run `make sql`")
+        for file in files {
+            let text = try String(contentsOfFile: "\(folder)/\(file)", encoding: .utf8)
+            #expect(
+                text.trimmingCharacters(in: .whitespacesAndNewlines)
+                    == WriteSQL.all[String(file.dropLast(4))]?.trimmingCharacters(in: .whitespacesAndNewlines),
+                "\(file) differs from the embedded copy: run `make sql`")
+        }
+    }
+
+    /// Every write statement against the real schema: the session script runs, each other statement is
+    /// prepared (its tables, columns, types and functions exist) and each COPY is accepted and ended.
+    @Test(arguments: WriteSQL.all.keys.sorted())
+    func writeStatementFitsTheSchema(name: String) throws {
+        let url = try Harness.migratedDatabase()
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        let sql = try #require(WriteSQL.all[name])
+        try connection.execute(WriteSQL.session)
+        if name == "session" { return }
+        if name.hasPrefix("copy_") {
+            // A binary COPY of no rows: the header and the trailer only.
+            var sent = false
+            let header: [UInt8] = Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00] + [UInt8](repeating: 0, count: 8)
+            let rows = try connection.copyIn(sql) {
+                defer { sent = true }
+                return sent ? nil : header + [0xFF, 0xFF]
+            }
+            #expect(rows == 0)
+        } else {
+            try connection.prepare(name: "golden_\(name)", sql: sql)
+        }
+    }
+
     @Test func appliesEachMigrationExactlyOnce() throws {
         let url = try TestStack.shared().createDatabase()
         let connection = try PostgresConnection(connectionString: url)

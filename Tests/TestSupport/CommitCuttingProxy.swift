@@ -156,7 +156,7 @@ public final class CommitCuttingProxy: @unchecked Sendable {
                 if message[0] == UInt8(ascii: "Q") {
                     let text = String(decoding: message[5...].prefix { $0 != 0 }, as: UTF8.self)
                         .trimmingCharacters(in: .whitespacesAndNewlines).uppercased()
-                    if text.hasPrefix("COPY") { ranCopy = true }
+                    if text.contains("FROM STDIN") { ranCopy = true }
                     if text == "COMMIT" && ranCopy {
                         cutNow = lock.withLock {
                             guard armed else { return false }

@@ -198,7 +198,7 @@ struct RollupDeltas: Equatable {
             Self.encodeMeasures(of: first, &encoder)
             Self.encodeMeasures(of: last, &encoder)
         } else {
-            for _ in 0..<(2 * BatchStore.deltaMeasureNames.count) { encoder.null() }
+            for _ in 0..<(2 * Self.measureCount) { encoder.null() }
         }
     }
 
@@ -209,7 +209,12 @@ struct RollupDeltas: Equatable {
         encodeMeasures(of: minute, &encoder)
     }
 
-    /// A minute's (or a chain's total's) measures, in the order of `BatchStore.deltaMeasureNames`.
+    /// The measures a staged minute (or chain total, first or last minute) carries: the columns from
+    /// `sample_count` to `last_us` of sql/write/session.sql.
+    static let measureCount = 12
+
+    /// A minute's (or a chain's total's) measures, in the column order of sql/write/session.sql
+    /// (`sample_count`, `power_sum_watts`, …, `last_power_watts`, `last_us`).
     private static func encodeMeasures(of minute: Minute, _ encoder: inout CopyBinaryEncoder) {
         encoder.int64(Int64(minute.sampleCount))
         encoder.double(minute.powerSumWatts)
