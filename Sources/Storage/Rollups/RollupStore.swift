@@ -57,19 +57,13 @@ public struct RollupStore {
     /// outlet afresh from its next sample.
     public func stopMaintaining() throws {
         try connection.transaction {
-            try closeOpenBuckets(
-                where: "open_minute_start IS NOT NULL OR open_hour_start IS NOT NULL OR open_day_start IS NOT NULL")
+            try connection.execute(
+                """
+                SELECT outletd_rollups_close(array_agg(device_id ORDER BY device_id)) FROM rollup_tails
+                WHERE open_minute_start IS NOT NULL OR open_hour_start IS NOT NULL OR open_day_start IS NOT NULL
+                HAVING count(*) > 0
+                """)
         }
-    }
-
-    /// Writes the open buckets of the outlets whose `rollup_tails` row matches `condition` to the
-    /// stored tables (`outletd_rollups_close`, which takes their rollup locks). Inside a transaction.
-    private func closeOpenBuckets(where condition: String, _ parameters: [(any PostgresBindable)?] = []) throws {
-        try connection.execute(
-            """
-            SELECT outletd_rollups_close(array_agg(device_id ORDER BY device_id)) FROM rollup_tails
-            WHERE \(condition) HAVING count(*) > 0
-            """, parameters)
     }
 
     /// From when the rollups miss samples stored without rollup maintenance (the earliest reading
@@ -117,26 +111,58 @@ public struct RollupStore {
                 [now, Int32(retention.rawDays)])
             outcome.partitionsDropped = (0..<dropped.rowCount).compactMap { dropped[$0, 0] }
         }
-        outcome.minuteRowsDeleted = try deleteOlder("minute", open: "open_minute", retention.minuteRollupDays, now)
-        outcome.hourlyRowsDeleted = try deleteOlder("hourly", open: "open_hour", retention.hourlyRollupDays, now)
-        outcome.dailyRowsDeleted = try deleteOlder("daily", open: "open_day", retention.dailyRollupDays, now)
+        outcome.minuteRowsDeleted = try deleteOlder(.minute, retention.minuteRollupDays, now)
+        outcome.hourlyRowsDeleted = try deleteOlder(.hourly, retention.hourlyRollupDays, now)
+        outcome.dailyRowsDeleted = try deleteOlder(.daily, retention.dailyRollupDays, now)
         return outcome
     }
 
-    /// Deletes the rollups of `level` (`power_rollups_<level>`) whose bucket started more than
-    /// `days` before `now`; 0 days keeps all. An open bucket that old (an outlet silent since) is
-    /// closed first, so that it goes too.
-    private func deleteOlder(_ level: StaticString, open: StaticString, _ days: Int, _ now: Date) throws -> Int {
+    /// A level of the rollups, and its retention's two statements: write the open buckets that old (of
+    /// outlets silent since) to the stored table (`outletd_rollups_close`, which takes their rollup locks),
+    /// then delete the stored rows older than `$2` days before `$1`.
+    enum Level {
+        case minute, hourly, daily
+
+        var closeOpenBucketsSQL: String {
+            switch self {
+            case .minute:
+                """
+                SELECT outletd_rollups_close(array_agg(device_id ORDER BY device_id)) FROM rollup_tails
+                WHERE open_minute_start < $1::timestamptz - make_interval(days => $2) HAVING count(*) > 0
+                """
+            case .hourly:
+                """
+                SELECT outletd_rollups_close(array_agg(device_id ORDER BY device_id)) FROM rollup_tails
+                WHERE open_hour_start < $1::timestamptz - make_interval(days => $2) HAVING count(*) > 0
+                """
+            case .daily:
+                """
+                SELECT outletd_rollups_close(array_agg(device_id ORDER BY device_id)) FROM rollup_tails
+                WHERE open_day_start < $1::timestamptz - make_interval(days => $2) HAVING count(*) > 0
+                """
+            }
+        }
+
+        var deleteStoredSQL: String {
+            switch self {
+            case .minute:
+                "DELETE FROM power_rollups_minute_stored WHERE bucket_start < $1::timestamptz - make_interval(days => $2)"
+            case .hourly:
+                "DELETE FROM power_rollups_hourly_stored WHERE bucket_start < $1::timestamptz - make_interval(days => $2)"
+            case .daily:
+                "DELETE FROM power_rollups_daily_stored WHERE bucket_start < $1::timestamptz - make_interval(days => $2)"
+            }
+        }
+    }
+
+    /// Deletes the rollups of `level` whose bucket started more than `days` before `now`; 0 days keeps all.
+    /// An open bucket that old (an outlet silent since) is closed first, so that it goes too.
+    private func deleteOlder(_ level: Level, _ days: Int, _ now: Date) throws -> Int {
         guard days > 0 else { return 0 }
         let parameters: [(any PostgresBindable)?] = [now, Int32(days)]
         return try connection.transaction {
-            try closeOpenBuckets(where: "\(open)_start < $1::timestamptz - make_interval(days => $2)", parameters)
-            let result = try connection.execute(
-                """
-                DELETE FROM power_rollups_\(level)_stored
-                WHERE bucket_start < $1::timestamptz - make_interval(days => $2)
-                """, parameters)
-            return result.affectedRows ?? 0
+            try connection.execute(level.closeOpenBucketsSQL, parameters)
+            return try connection.execute(level.deleteStoredSQL, parameters).affectedRows ?? 0
         }
     }
 
