@@ -85,7 +85,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
         /// rather than once per reading (docs/PERFORMANCE.md).
         public var batchMaxRows = 50_000
         /// …or when its oldest row has waited this long, milliseconds: at a steady rate, most of
-        /// the latency from receipt to commit (docs/PERFORMANCE.md, "Batch delay").
+        /// the latency from receipt to commit (docs/PERFORMANCE.md, "Design decisions the figures led to").
         public var batchMaxDelayMilliseconds = 10
         /// On SIGTERM, how long to keep trying to write what was received before giving up.
         public var shutdownFlushTimeoutSeconds = 60.0
