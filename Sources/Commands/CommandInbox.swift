@@ -1,4 +1,5 @@
 import Foundation
+import Routing
 import Runtime
 import Telemetry
 
@@ -13,8 +14,9 @@ import Telemetry
 public final class CommandInbox: Sendable {
     /// What the relay is told.
     public enum Event: Sendable {
-        /// A message from `<prefix>/+/set`, `/state` or `/availability`; `done` is signalled once it is handled.
-        case message(RawMessage, done: Completion?)
+        /// A message from `<prefix>/+/set`, `/state` or `/availability` (or a Tasmota or Shelly state, reply or
+        /// announcement) with the route the MQTT callback decided; `done` is signalled once it is handled.
+        case message(RawMessage, route: MessageRoute, done: Completion?)
         /// Another session changed `commands` (a NOTIFY on `outletd_commands`).
         case databaseChanged
     }
@@ -58,12 +60,12 @@ public final class CommandInbox: Sendable {
     /// Adds a message (waiting while the inbox is full); for set requests (`waitForCommit`) also waits until the
     /// relay handled it. Returns false when the inbox is closed.
     @discardableResult
-    public func append(_ message: RawMessage, waitForCommit: Bool) -> Bool {
+    public func append(_ message: RawMessage, route: MessageRoute, waitForCommit: Bool) -> Bool {
         let completion = waitForCommit ? Completion() : nil
         let maxEvents = self.maxEvents
         let added = state.wait(until: nil, for: { $0.closed || $0.events.count < maxEvents }) { state, _ in
             guard !state.closed else { return false }
-            state.events.append(.message(message, done: completion))
+            state.events.append(.message(message, route: route, done: completion))
             return true
         }
         guard added else { return false }
@@ -103,7 +105,7 @@ public final class CommandInbox: Sendable {
             defer { state.events.removeAll() }
             return state.events
         }
-        for case .message(_, let done?) in left { done.signal() }
+        for case .message(_, _, let done?) in left { done.signal() }
         return left.count
     }
 

@@ -207,18 +207,20 @@ public struct CommandRelay: DatabaseJob {
             case .databaseChanged:
                 needsSend = true
                 needsResults = true
-            case .message(let message, let done):
-                try handle(message, store)
+            case .message(let message, let route, let done):
+                try handle(message, route, store)
                 done?.signal()
             }
         }
 
-        mutating func handle(_ message: RawMessage, _ store: CommandStore) throws {
-            guard let match = NativeProtocol.parseTopic(message.topic, prefix: settings.topicPrefix) else {
-                if let route = settings.router.route(message.topic), route.carriesState {
-                    try handleForeign(message, route, store)
-                }
+        mutating func handle(_ message: RawMessage, _ route: MessageRoute, _ store: CommandStore) throws {
+            let match: NativeProtocol.TopicMatch
+            switch route {
+            case .native(let kind, let code): match = NativeProtocol.TopicMatch(deviceCode: code, kind: kind)
+            case .foreign(let foreign) where foreign.carriesState:
+                try handleForeign(message, foreign, store)
                 return
+            default: return
             }
             func reject(_ reason: RejectionReason, _ detail: String, requestID: String? = nil) throws {
                 let rejection = RejectedReading(

@@ -59,40 +59,28 @@ public final class MQTTIntake: Service, Sendable {
     /// availability reports go to the command relay, which does not wait for a telemetry batch; a set request's
     /// callback waits until the relay stored the command, so an acknowledged request is never lost.
     private static func callback(_ parts: Parts, drain: DrainMarker) -> @Sendable (MQTTMessage) -> Void {
-        let (spool, inbox, metrics, router) = (parts.spool, parts.inbox, parts.metrics, parts.router)
-        let (prefix, drainTopic) = (parts.configuration.mqtt.topicPrefix, parts.drainTopic)
+        let (spool, inbox, metrics, drainTopic) = (parts.spool, parts.inbox, parts.metrics, parts.drainTopic)
+        let router = TopicRouter(nativePrefix: parts.configuration.mqtt.topicPrefix, protocols: parts.router)
         return { message in
             if message.topic == drainTopic {
                 drain.arrived(message.payload)
                 return
             }
+            // Routed once, here; the route travels with the message (in the spool record, in the inbox).
+            let route = router.route(message.topic)
             let raw = RawMessage(topic: message.topic, payload: message.payload, receivedAt: Date())
-            switch NativeProtocol.parseTopic(message.topic, prefix: prefix)?.kind {
-            case .set?:
-                inbox.append(raw, waitForCommit: true)
-            case .state?, .availability?:
-                inbox.append(raw, waitForCommit: false)
-            case .telemetry?, .command?:
-                metrics.messageReceived()
-                spool.append(raw)
-            case nil:
-                // Tasmota and Shelly: readings to the spool, state to the relay (a Gen2 status carries both).
-                guard let route = router.route(message.topic) else {
-                    // A Tasmota `stat/<t>/STATUS`, a Gen2 `status/sys`…: subscribed for its neighbours, not read.
-                    if router.isUnreadForeignTopic(message.topic) {
-                        metrics.messageIgnored(.unreadTopic)
-                        return
-                    }
-                    metrics.messageReceived()
-                    spool.append(raw)
-                    return
-                }
-                if route.carriesState { inbox.append(raw, waitForCommit: false) }
-                if route.carriesReadings {
-                    metrics.messageReceived()
-                    spool.append(raw)
-                }
+            if route.goesToRelay {
+                // A set request's callback waits until the relay stored the command (its PUBACK follows).
+                var isRequest = false
+                if case .native(.set, _) = route { isRequest = true }
+                inbox.append(raw, route: route, waitForCommit: isRequest)
             }
+            if route.goesToSpool {
+                metrics.messageReceived()
+                spool.append(raw, tag: route.tag)
+            }
+            // A Tasmota `stat/<t>/STATUS`, a Gen2 `status/sys`…: subscribed for its neighbours, not read.
+            if route == .unread { metrics.messageIgnored(.unreadTopic) }
         }
     }
 

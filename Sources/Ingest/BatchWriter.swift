@@ -4,6 +4,7 @@ import Logging
 import MessageSpool
 import Observability
 import Postgres
+import Routing
 import Runtime
 import ServiceLifecycle
 import Storage
@@ -152,7 +153,10 @@ public final class BatchWriter: Service, Sendable {
                     continue
                 }
                 for record in records {
-                    let classified = writer.classifier.classify(record.message) { lookUp($0) }
+                    // Routed when it arrived (the record's tag); records of the first spool format carry no route.
+                    let route =
+                        MessageRoute(tag: record.tag) ?? writer.classifier.route(record.message.topic)
+                    let classified = writer.classifier.classify(record.message, route: route) { lookUp($0) }
                     logRejections(classified, record.message)
                     for kind in classified.ignored { writer.metrics.messageIgnored(kind) }
                     if classified.duplicates > 0 { writer.metrics.duplicatesDropped(classified.duplicates) }

@@ -28,7 +28,8 @@ public final class ForeignReadings: Sendable {
         var code: String
     }
 
-    private let router: ProtocolRouter
+    /// The layouts of the foreign protocols.
+    let router: ProtocolRouter
     private let registry: DeviceRegistry
     private struct State: Sendable {
         var gen1Polls = ShellyGen1Polls<Gen1Outlet>()
@@ -58,9 +59,8 @@ public final class ForeignReadings: Sendable {
         return result
     }
 
-    /// The samples and rejections of `message`, or nil when its topic is no foreign reading topic.
-    func classify(_ message: RawMessage, limits: ValidationLimits) -> ClassifiedMessage? {
-        guard let route = router.route(message.topic), route.carriesReadings else { return nil }
+    /// The samples and rejections of `message`, a reading topic `route` of a foreign protocol.
+    func classify(_ message: RawMessage, _ route: ForeignTopic, limits: ValidationLimits) -> ClassifiedMessage {
         var result = ClassifiedMessage()
         // Polls whose other half did not come within the window end here, in spool order.
         if let expiry = heldUntil, expiry < message.receivedAt {

@@ -1,4 +1,5 @@
 import Foundation
+import Routing
 import Storage
 import Telemetry
 
@@ -25,8 +26,23 @@ public struct MessageClassifier: Sendable {
         foreign?.release(before: nil, limits: limits) ?? ClassifiedMessage()
     }
 
+    /// The route of a message whose record carries none (written before routes were carried, or a test's).
+    public func route(_ topic: String) -> MessageRoute {
+        if let match = NativeProtocol.parseTopic(topic, prefix: topicPrefix) {
+            return .native(match.kind, code: match.deviceCode)
+        }
+        if let foreignTopic = foreign?.router.route(topic) { return .foreign(foreignTopic) }
+        return .unknown
+    }
+
+    /// ``classify(_:route:lookup:)`` with the route decided here from the topic.
+    public func classify(_ message: RawMessage, lookup: (String) -> RegisteredDevice?) -> ClassifiedMessage {
+        classify(message, route: route(message.topic), lookup: lookup)
+    }
+
+    /// Classifies `message`, whose `route` the MQTT callback decided when it arrived.
     public func classify(
-        _ message: RawMessage, lookup: (String) -> RegisteredDevice?
+        _ message: RawMessage, route: MessageRoute, lookup: (String) -> RegisteredDevice?
     ) -> ClassifiedMessage {
         var result = ClassifiedMessage()
         func reject(_ reason: RejectionReason, _ detail: String, code: String?, index: Int? = nil) {
@@ -35,16 +51,18 @@ public struct MessageClassifier: Sendable {
                     receivedAt: message.receivedAt, topic: message.topic, deviceCode: code, reason: reason,
                     detail: detail, index: index))
         }
-        let native = NativeProtocol.parseTopic(message.topic, prefix: topicPrefix)
-        if native == nil, let foreignResult = foreign?.classify(message, limits: limits) {
-            return foreignResult
-        }
-        guard let match = native, match.kind == .telemetry
-        else {
+        let code: String
+        switch route {
+        case .foreign(let topic) where topic.carriesReadings:
+            if let foreignResult = foreign?.classify(message, topic, limits: limits) { return foreignResult }
+            reject(.invalidTopic, "not a telemetry topic under \(topicPrefix)/", code: nil)
+            return result
+        case .native(.telemetry, let telemetryCode):
+            code = telemetryCode
+        default:
             reject(.invalidTopic, "not a telemetry topic under \(topicPrefix)/", code: nil)
             return result
         }
-        let code = match.deviceCode
         guard let deviceCode = DeviceCode(code) else {
             reject(.invalidDeviceCode, "device code must be 1–64 of A-Z a-z 0-9 _ -", code: code)
             return result

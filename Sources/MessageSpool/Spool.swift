@@ -205,11 +205,11 @@ public final class Spool: Sendable {
 
     // MARK: producer
 
-    /// Appends a message, waiting while the spool is full or the disk refuses the write. Returns
-    /// false only after ``close()``: the message was not stored.
+    /// Appends a message, with `tag` (its route) beside it, waiting while the spool is full or the disk refuses
+    /// the write. Returns false only after ``close()``: the message was not stored.
     @discardableResult
-    public func append(_ message: RawMessage) -> Bool {
-        let record = SpoolFraming.encode(message)
+    public func append(_ message: RawMessage, tag: [UInt8] = []) -> Bool {
+        let record = SpoolFraming.encode(message, tag: tag)
         let length = Int64(record.count)
         let (maxBytes, segmentBytes) = (settings.maxBytes, settings.segmentBytes)
         enum Outcome {
@@ -404,11 +404,12 @@ public final class Spool: Sendable {
             parsing: while records.count < maxRecords {
                 let decoded = chunk.withUnsafeBytes { SpoolFraming.decode($0, at: used) }
                 switch decoded {
-                case .record(let message, let length):
+                case .record(let message, let tag, let length):
                     used += length
                     records.append(
                         SpoolRecord(
-                            message: message, end: SpoolPosition(segment: segment.id, offset: position + Int64(used))))
+                            message: message, tag: tag,
+                            end: SpoolPosition(segment: segment.id, offset: position + Int64(used))))
                 case .incomplete(let length):
                     if used > 0 || position + Int64(length) > segment.size { break parsing }
                     // One record larger than a chunk: read it whole.
@@ -590,7 +591,7 @@ public final class Spool: Sendable {
             var problem: String?
             parsing: while used < chunk.count {
                 switch chunk.withUnsafeBytes({ SpoolFraming.decode($0, at: used) }) {
-                case .record(_, let length):
+                case .record(_, _, let length):
                     used += length
                     records += 1
                 case .incomplete(let length):

@@ -37,6 +37,9 @@ public struct SpoolCheckpoint: Sendable, Hashable {
 /// One message read back from the spool, and where the record after it starts.
 public struct SpoolRecord: Sendable, Equatable {
     public var message: RawMessage
+    /// What the producer stored beside the message (its route, decided when it arrived); empty in records
+    /// of the first format.
+    public var tag: [UInt8]
     /// The position just past this record: the checkpoint once it is committed.
     public var end: SpoolPosition
 }
@@ -45,29 +48,35 @@ public struct SpoolRecord: Sendable, Equatable {
 ///
 /// ```
 /// offset  size  field
-///      0     4  magic "OSP1" (format version 1)
+///      0     4  magic "OSP2" (format version 2; "OSP1" records, without a tag, are still read)
 ///      4     4  body length, bytes
 ///      8     4  CRC-32C over bytes 0..<8 and the body
 ///     12     8  body: receivedAt, microseconds since the Unix epoch (signed)
 ///     20     2  body: topic length, bytes
-///     22     n  body: topic (UTF-8)
-///   22+n     m  body: payload (the rest of the body)
+///     22     1  body: tag length, bytes (version 2 only)
+///     23     n  body: topic (UTF-8)
+///   23+n     t  body: tag (the producer's, e.g. the message's route)
+/// 23+n+t     m  body: payload (the rest of the body)
 /// ```
 ///
 /// Pure functions, so the torn-tail rules are tested without files.
 enum SpoolFraming {
-    static let magic: [UInt8] = Array("OSP1".utf8)
+    static let magic: [UInt8] = Array("OSP2".utf8)
+    static let firstMagic: [UInt8] = Array("OSP1".utf8)
     static let headerBytes = 12
-    /// receivedAt and topic length.
-    static let fixedBodyBytes = 10
-    /// The largest body accepted when reading: an MQTT packet (256 MiB) plus its topic. A length
+    /// receivedAt, topic length and tag length (version 2).
+    static let fixedBodyBytes = 11
+    /// The same in version 1, which had no tag.
+    static let firstFixedBodyBytes = 10
+    /// The largest body accepted when reading: an MQTT packet (256 MiB) plus its topic and tag. A length
     /// field beyond it is garbage, not a record to wait for.
-    static let maxBodyBytes = 268_435_455 + 65_535 + fixedBodyBytes
+    static let maxBodyBytes = 268_435_455 + 65_535 + 255 + fixedBodyBytes
 
-    /// The bytes of one record.
-    static func encode(_ message: RawMessage) -> [UInt8] {
+    /// The bytes of one record (a tag longer than 255 bytes is cut).
+    static func encode(_ message: RawMessage, tag: [UInt8] = []) -> [UInt8] {
         let topicLength = min(message.topic.utf8.count, Int(UInt16.max))
-        let bodyLength = fixedBodyBytes + topicLength + message.payload.count
+        let tagLength = min(tag.count, Int(UInt8.max))
+        let bodyLength = fixedBodyBytes + topicLength + tagLength + message.payload.count
         var bytes: [UInt8] = []
         bytes.reserveCapacity(headerBytes + bodyLength)
         bytes += magic
@@ -75,7 +84,9 @@ enum SpoolFraming {
         append(UInt32(0), to: &bytes)  // the checksum, filled in below
         append(UInt64(bitPattern: message.receivedAt.epochMicroseconds), to: &bytes)
         append(UInt16(topicLength), to: &bytes)
+        bytes.append(UInt8(tagLength))
         bytes += message.topic.utf8.prefix(topicLength)
+        bytes += tag.prefix(tagLength)
         bytes += message.payload
         bytes.withUnsafeMutableBytes { buffer in
             let crc = CRC32C.update(
@@ -89,7 +100,7 @@ enum SpoolFraming {
     /// What `decode` found at an offset.
     enum Decoded: Equatable {
         /// A complete, intact record of `length` bytes.
-        case record(RawMessage, length: Int)
+        case record(RawMessage, tag: [UInt8], length: Int)
         /// The buffer ends inside a record that needs `length` bytes in all (a torn tail, or a
         /// read that stopped short).
         case incomplete(length: Int)
@@ -101,11 +112,17 @@ enum SpoolFraming {
     static func decode(_ buffer: UnsafeRawBufferPointer, at offset: Int) -> Decoded {
         let available = buffer.count - offset
         guard available >= headerBytes else { return .incomplete(length: headerBytes) }
-        for index in 0..<4 where buffer[offset + index] != magic[index] {
+        let version: Int
+        if (0..<4).allSatisfy({ buffer[offset + $0] == magic[$0] }) {
+            version = 2
+        } else if (0..<4).allSatisfy({ buffer[offset + $0] == firstMagic[$0] }) {
+            version = 1
+        } else {
             return .corrupt("bad magic")
         }
+        let fixed = version == 2 ? fixedBodyBytes : firstFixedBodyBytes
         let bodyLength = Int(readUInt32(buffer, offset + 4))
-        guard bodyLength >= fixedBodyBytes && bodyLength <= maxBodyBytes else {
+        guard bodyLength >= fixed && bodyLength <= maxBodyBytes else {
             return .corrupt("impossible length \(bodyLength)")
         }
         let length = headerBytes + bodyLength
@@ -117,17 +134,21 @@ enum SpoolFraming {
         let body = offset + headerBytes
         let microseconds = Int64(bitPattern: readUInt64(buffer, body))
         let topicLength = Int(readUInt16(buffer, body + 8))
-        guard fixedBodyBytes + topicLength <= bodyLength else { return .corrupt("topic longer than the record") }
-        let topicStart = body + fixedBodyBytes
-        let topic = String(decoding: buffer[topicStart..<(topicStart + topicLength)], as: UTF8.self)
-        let payload = Array(buffer[(topicStart + topicLength)..<(offset + length)])
+        let tagLength = version == 2 ? Int(buffer[body + 10]) : 0
+        guard fixed + topicLength + tagLength <= bodyLength else { return .corrupt("topic longer than the record") }
+        let topicStart = body + fixed
+        let tagStart = topicStart + topicLength
+        let topic = String(decoding: buffer[topicStart..<tagStart], as: UTF8.self)
+        let tag = Array(buffer[tagStart..<(tagStart + tagLength)])
+        let payload = Array(buffer[(tagStart + tagLength)..<(offset + length)])
         let receivedAt = Date(timeIntervalSince1970: Double(microseconds) / 1_000_000)
-        return .record(RawMessage(topic: topic, payload: payload, receivedAt: receivedAt), length: length)
+        return .record(RawMessage(topic: topic, payload: payload, receivedAt: receivedAt), tag: tag, length: length)
     }
 
     /// The receive time in a record's first bytes (header plus 8), without checking the record.
     static func receivedAt(header bytes: [UInt8]) -> Date? {
-        guard bytes.count >= headerBytes + 8, Array(bytes[0..<4]) == magic else { return nil }
+        guard bytes.count >= headerBytes + 8, Array(bytes[0..<4]) == magic || Array(bytes[0..<4]) == firstMagic
+        else { return nil }
         let microseconds = bytes.withUnsafeBytes { Int64(bitPattern: readUInt64($0, headerBytes)) }
         return Date(timeIntervalSince1970: Double(microseconds) / 1_000_000)
     }

@@ -31,6 +31,12 @@ public enum TasmotaProtocol {
         public var deviceTopic: String
         /// Everything after the FullTopic (`SENSOR`, `POWER2`, `RESULT`…).
         public var suffix: String
+
+        public init(prefix: String, deviceTopic: String, suffix: String) {
+            self.prefix = prefix
+            self.deviceTopic = deviceTopic
+            self.suffix = suffix
+        }
     }
 
     /// Splits `topic` by `fullTopic`; `nil` when it does not fit (literal levels differ, no suffix, wildcards).

@@ -316,7 +316,7 @@ import Testing
             connectionString: setup.url, reconnectDelayMax: 1, logger: Logger(label: "test"))
         relay.start()
         let report = RawMessage(topic: "\(setup.prefix)/ghost-1/state", payload: Array("on".utf8), receivedAt: Date())
-        #expect(inbox.append(report, waitForCommit: false))
+        #expect(inbox.append(report, route: .native(.state, code: "ghost-1"), waitForCommit: false))
         inbox.close()
         let ended = Locked(false)
         let finishing = Task {

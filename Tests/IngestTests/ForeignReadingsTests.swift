@@ -184,3 +184,43 @@ import Testing
         #expect(router.subscriptions.contains("tele/+/SENSOR") && router.subscriptions.contains("outletd/a/shelly/#"))
     }
 }
+
+/// A message's route is decided once (the MQTT callback) and travels in its spool record: every kind survives
+/// the round trip through the tag, and bytes of another shape are no route.
+@Suite struct MessageRouteTests {
+    static let routes: [MessageRoute] = [
+        .native(.telemetry, code: "kitchen-1"), .native(.set, code: "ç-1"), .native(.availability, code: ""),
+        .foreign(.tasmota(.init(prefix: "tele", deviceTopic: "pow1", suffix: "SENSOR"))),
+        .foreign(.shellyGen1(id: "shellyplug-s-1", kind: .power(channel: 0))),
+        .foreign(.shellyGen1(id: "x", kind: .energy(channel: 2))),
+        .foreign(.shellyGen1(id: "x", kind: .relayState(channel: 1))), .foreign(.shellyGen1(id: "x", kind: .online)),
+        .foreign(.shellyGen1(id: "", kind: .announce)),
+        .foreign(.shellyGen2(prefix: "home/plus", kind: .status(component: "switch:0"))),
+        .foreign(.shellyGen2(prefix: "p", kind: .events)), .foreign(.shellyGen2(prefix: "p", kind: .online)),
+        .foreign(.shellyGen2Reply(devicePrefix: "home/plus")), .foreign(.tasmotaDiscovery), .unread, .unknown,
+    ]
+
+    @Test(arguments: routes)
+    func routeRoundTripsThroughItsTag(route: MessageRoute) {
+        #expect(MessageRoute(tag: route.tag) == route)
+    }
+
+    @Test func otherBytesAreNoRoute() {
+        #expect(MessageRoute(tag: []) == nil)
+        #expect(MessageRoute(tag: [9]) == nil)
+        #expect(MessageRoute(tag: [1, 0]) == nil)
+        #expect(MessageRoute(tag: MessageRoute.unread.tag + [0]) == nil)
+    }
+
+    @Test func theTopicRouterDecidesTheNativeProtocolFirst() {
+        var configuration = OutletdConfiguration()
+        configuration.instanceID = "a"
+        let router = TopicRouter(nativePrefix: "outlets", protocols: ProtocolRouter(configuration))
+        #expect(router.route("outlets/k-1/telemetry") == .native(.telemetry, code: "k-1"))
+        #expect(router.route("tele/pow1/SENSOR").goesToSpool)
+        #expect(router.route("stat/pow1/STATUS") == .unread)
+        #expect(router.route("elsewhere/x") == .unknown)
+        let gen2 = router.route("plus/status/switch:0")
+        #expect(gen2.goesToSpool && gen2.goesToRelay)
+    }
+}

@@ -32,7 +32,7 @@ import Testing
             topic: "outlets/ç/telemetry", payload: Array(repeating: 0xFF, count: 300),
             receivedAt: Date(timeIntervalSince1970: 1_700_000_002.5)),
     ]
-    static let encoded = messages.map(SpoolFraming.encode)
+    static let encoded = messages.map { SpoolFraming.encode($0) }
     static let totalBytes = encoded.reduce(0) { $0 + $1.count }
     /// Where each record ends.
     static let boundaries = encoded.reduce(into: [0]) { $0.append(($0.last ?? 0) + $1.count) }
@@ -68,13 +68,48 @@ import Testing
     @Test func framingRoundTripsTopicPayloadAndMicroseconds() throws {
         for (message, bytes) in zip(Self.messages, Self.encoded) {
             let decoded = bytes.withUnsafeBytes { SpoolFraming.decode($0, at: 0) }
-            guard case .record(let read, let length) = decoded else {
+            guard case .record(let read, let tag, let length) = decoded else {
                 Issue.record("not decoded: \(decoded)")
                 continue
             }
             #expect(length == bytes.count)
+            #expect(tag.isEmpty)
             #expect(Self.same([read], [message]))
         }
+    }
+
+    @Test func framingCarriesTheProducersTag() {
+        let tag: [UInt8] = [1, 0, 3, 0, 0x61, 0x62, 0x63]
+        let bytes = SpoolFraming.encode(Self.messages[0], tag: tag)
+        guard
+            case .record(let read, let readTag, let length) = bytes.withUnsafeBytes({ SpoolFraming.decode($0, at: 0) })
+        else {
+            Issue.record("not decoded")
+            return
+        }
+        #expect(readTag == tag && length == bytes.count && Self.same([read], [Self.messages[0]]))
+    }
+
+    /// A spool written before records carried a tag ("OSP1") is still read, its records without one.
+    @Test func readsRecordsOfTheFirstFormat() {
+        let message = Self.messages[0]
+        var body: [UInt8] = []
+        withUnsafeBytes(of: UInt64(bitPattern: Self.microseconds(message.receivedAt)).littleEndian) { body += $0 }
+        withUnsafeBytes(of: UInt16(message.topic.utf8.count).littleEndian) { body += $0 }
+        body += message.topic.utf8
+        body += message.payload
+        var bytes = Array("OSP1".utf8)
+        withUnsafeBytes(of: UInt32(body.count).littleEndian) { bytes += $0 }
+        let header = bytes.withUnsafeBytes { CRC32C.update(0, $0) }
+        let crc = body.withUnsafeBytes { CRC32C.update(header, $0) }
+        withUnsafeBytes(of: crc.littleEndian) { bytes += $0 }
+        bytes += body
+        guard case .record(let read, let tag, let length) = bytes.withUnsafeBytes({ SpoolFraming.decode($0, at: 0) })
+        else {
+            Issue.record("an OSP1 record was not read")
+            return
+        }
+        #expect(tag.isEmpty && length == bytes.count && Self.same([read], [message]))
     }
 
     @Test func checksumIsCRC32C() {
@@ -171,7 +206,7 @@ import Testing
         let message = RawMessage(topic: "t", payload: Array(repeating: 1, count: 1_000), receivedAt: Date())
         for _ in 0..<200 { #expect(spool.append(message)) }
         let segmentsWritten = try Spool.segmentIDs(in: directory)
-        #expect(segmentsWritten.count == 4, "200 records of 1023 bytes in 64 KiB segments")
+        #expect(segmentsWritten.count == 4, "200 records of 1024 bytes in 64 KiB segments")
         // One read crosses segment boundaries, and stops at its count.
         let first = try spool.read(upTo: 100, waitingUntil: Date())
         #expect(first.count == 100)
@@ -188,7 +223,7 @@ import Testing
         #expect(spool.status().recordsPending == 100)
         spool.commit(through: records[199].end, records: 100)
         #expect(try Spool.segmentIDs(in: directory) == [segmentsWritten.last].compactMap { $0 })
-        #expect(spool.status() == Spool.Status(bytes: 1_023 * 8, recordsPending: 0, oldestPendingReceivedAt: nil))
+        #expect(spool.status() == Spool.Status(bytes: 1_024 * 8, recordsPending: 0, oldestPendingReceivedAt: nil))
     }
 
     /// A restart resumes just after the checkpoint of this spool; a checkpoint of another spool
