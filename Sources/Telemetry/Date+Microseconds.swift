@@ -1,5 +1,4 @@
 import Foundation
-import Telemetry
 
 extension Date {
     /// Microseconds between 1970-01-01T00:00:00Z and Foundation's reference date 2001-01-01T00:00:00Z.

@@ -1,5 +1,4 @@
 import Foundation
-import Telemetry
 
 /// A message as it came from the broker, before any decoding: what a spool record holds.
 public struct RawMessage: Sendable, Equatable {

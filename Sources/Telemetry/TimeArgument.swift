@@ -1,5 +1,4 @@
 import Foundation
-import Telemetry
 
 /// A point in time as the CLI takes it (`--since`): a duration back from now (`90m`, `24h`, `7d`,
 /// `45s`) or an RFC 3339 timestamp (`2026-11-21T00:00:00-03:00`).
