@@ -34,6 +34,9 @@ final class ClientState: @unchecked Sendable {
         var earlyAcknowledgements: [Int32: Int32] = [:]
         var publishesAwaitingMid = 0
         var acknowledgedCount: UInt64 = 0
+        /// While a thread waits in ``waitUntilAcknowledged(atLeast:deadline:)``: the count it waits for (the
+        /// acknowledgement that reaches it wakes the waiters; no other acknowledgement pays for a wake-up).
+        var acknowledgementTarget: UInt64 = .max
         var receivedCount: UInt64 = 0
         var onAcknowledged: (@Sendable (Int32) -> Void)?
         var lastConnectionError: MQTTError?
@@ -80,6 +83,21 @@ final class ClientState: @unchecked Sendable {
             if !condition.wait(until: deadline) { break }
         }
         return state.isConnected
+    }
+
+    /// Blocks the calling thread until at least `count` publishes were acknowledged, the client stops or
+    /// `deadline`; returns the acknowledged count.
+    func waitUntilAcknowledged(atLeast count: UInt64, deadline: Date) -> UInt64 {
+        condition.lock()
+        defer {
+            state.acknowledgementTarget = .max
+            condition.unlock()
+        }
+        while state.acknowledgedCount < count && state.phase != .stopped && state.phase != .stopping {
+            state.acknowledgementTarget = count
+            if !condition.wait(until: deadline) { break }
+        }
+        return state.acknowledgedCount
     }
 
     // MARK: Events

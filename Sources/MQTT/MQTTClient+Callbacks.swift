@@ -108,8 +108,12 @@ extension ClientState {
 
     func handlePublishAcknowledged(mid: Int32, reasonCode: Int32) {
         let succeeded = reasonCode < 0x80
+        var reachedTarget = false
         let (waiter, callback) = withLock { state in
-            if succeeded { state.acknowledgedCount &+= 1 }
+            if succeeded {
+                state.acknowledgedCount &+= 1
+                reachedTarget = state.acknowledgedCount == state.acknowledgementTarget
+            }
             let callback = succeeded ? state.onAcknowledged : nil
             if let waiter = state.acknowledgementWaiters.removeValue(forKey: mid) {
                 return (Optional(waiter), callback)
@@ -122,6 +126,7 @@ extension ClientState {
             }
             return (nil, callback)
         }
+        if reachedTarget { withLockBroadcasting { _ in } }
         callback?(mid)
         waiter?.resume(returning: Self.acknowledgementResult(mid: mid, reasonCode: reasonCode))
     }

@@ -400,6 +400,15 @@ public final class MQTTClient: Sendable {
         state.withLock { $0.acknowledgedCount }
     }
 
+    /// Blocks the calling thread (never call it from a task) until the broker acknowledged at least `count`
+    /// publishes in all, the client stops or `timeout` passes; returns ``acknowledgedCount``. A publisher
+    /// keeps a bounded in-flight window with it: publish, and when `published − acknowledged` reaches the
+    /// window, wait for the acknowledgements to catch up.
+    public func waitUntilAcknowledged(atLeast count: UInt64, timeout: Duration) -> UInt64 {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
+        return state.waitUntilAcknowledged(atLeast: count, deadline: Date().addingTimeInterval(seconds))
+    }
+
     /// Messages handed to `onMessage`.
     public var receivedCount: UInt64 {
         state.withLock { $0.receivedCount }

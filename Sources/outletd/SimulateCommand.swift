@@ -24,12 +24,19 @@ struct SimulateCommand: ParsableCommand {
     @Option(help: "Percent of messages sent malformed or out of range, to see rejections.")
     var invalidPercent: Double = 0
     @Option(help: "MQTT client id (default outletd-sim-<pid>).") var clientID: String?
+    @Option(
+        help: """
+            Publishes awaiting the broker's acknowledgement at most (the QoS 1 in-flight window): when it is \
+            full, publishing waits, so the rate reported is the rate the broker took.
+            """)
+    var window: Int = 2_000
 
     func validate() throws {
         guard outlets > 0 else { throw ValidationError("--outlets must be positive") }
         guard interval > 0 else { throw ValidationError("--interval must be positive") }
         guard count >= 0 else { throw ValidationError("--count must not be negative") }
         guard (0...100).contains(invalidPercent) else { throw ValidationError("--invalid-percent must be 0…100") }
+        guard window > 0 else { throw ValidationError("--window must be positive") }
     }
 
     func run() throws {
@@ -101,6 +108,14 @@ struct SimulateCommand: ParsableCommand {
                 } else {
                     payload = NativeProtocol.encodeTelemetry(fleet[index].nextReading(at: now))
                 }
+                // The in-flight window: when full, wait until half of it was acknowledged (one wake-up
+                // per half window, not one per message).
+                if published - client.acknowledgedCount >= UInt64(window) {
+                    let target = published - UInt64(window / 2)
+                    while client.waitUntilAcknowledged(atLeast: target, timeout: .milliseconds(250)) < target {
+                        if stop.isSet { break rounds }
+                    }
+                }
                 do {
                     try client.publish("\(prefix)/\(fleet[index].code)/telemetry", payload: payload, qos: 1)
                     published += 1
@@ -115,21 +130,22 @@ struct SimulateCommand: ParsableCommand {
             round += 1
             if Date().timeIntervalSince(lastReport) >= 5 {
                 lastReport = Date()
-                print("published \(published), acknowledged \(client.acknowledgedCount)")
+                let elapsed = lastReport.timeIntervalSince(started)
+                print(
+                    "published \(published), acknowledged \(client.acknowledgedCount) "
+                        + "(\(Int(Double(client.acknowledgedCount) / elapsed))/s acknowledged, "
+                        + "\(Int(Double(fleet.count) / interval))/s asked)")
             }
         }
 
         // Wait for the broker to acknowledge what was published.
-        let deadline = Date().addingTimeInterval(30)
-        while client.acknowledgedCount < published && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        let acknowledged = client.acknowledgedCount
+        let acknowledged = client.waitUntilAcknowledged(atLeast: published, timeout: .seconds(30))
         client.stop()
         let seconds = Date().timeIntervalSince(started)
         print(
             "published \(published), acknowledged \(acknowledged), invalid \(invalid), "
-                + "failed \(publishErrors) in \(String(format: "%.1f", seconds)) s")
+                + "failed \(publishErrors) in \(String(format: "%.1f", seconds)) s "
+                + "(\(Int(Double(acknowledged) / max(seconds, 0.001)))/s acknowledged)")
         if acknowledged < published { throw ExitCode.failure }
     }
 }

@@ -78,6 +78,57 @@ struct MQTTClientTests {
         }
     }
 
+    /// `waitUntilAcknowledged` is what keeps a publisher's in-flight window bounded (`outletd simulate
+    /// --window`): it returns as soon as the count is reached, and at the timeout when it is not.
+    @Test func waitingForAcknowledgementsKeepsAnInFlightWindow() async throws {
+        try await withBroker { stack in
+            let prefix = TestStack.uniqueName("window")
+            let publisher = try MQTTClient(configuration: configuration(stack)) { _ in }
+            defer { publisher.stop() }
+            try publisher.start()
+            try await publisher.waitUntilConnected(timeout: .seconds(10))
+
+            let (count, window) = (5_000, UInt64(100))
+            // Blocking waits belong on a thread of their own, not on the cooperative pool.
+            let started = ContinuousClock.now
+            let (largestInFlight, lateWait, finalCount) = try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<(UInt64, Duration, UInt64), any Error>) in
+                Thread.detachNewThread {
+                    do {
+                        var published: UInt64 = 0
+                        var largest: UInt64 = 0
+                        for index in 0..<count {
+                            if published - publisher.acknowledgedCount >= window {
+                                let target = published - window / 2
+                                let reached = publisher.waitUntilAcknowledged(atLeast: target, timeout: .seconds(10))
+                                guard reached >= target else { throw MQTTError(code: .timeout, message: "no acks") }
+                            }
+                            try publisher.publish("\(prefix)/n", payload: Array(String(index).utf8), qos: 1)
+                            published += 1
+                            largest = max(largest, published - publisher.acknowledgedCount)
+                        }
+                        let all = publisher.waitUntilAcknowledged(atLeast: published, timeout: .seconds(30))
+                        // A count never reached: the wait ends at its timeout with what there is.
+                        let started = ContinuousClock.now
+                        let after = publisher.waitUntilAcknowledged(atLeast: published + 1, timeout: .milliseconds(300))
+                        let waited = ContinuousClock.now - started
+                        #expect(all == published)
+                        #expect(after == published)
+                        continuation.resume(returning: (largest, waited, all))
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
+                }
+            }
+            // Each wait ends when its acknowledgement arrives, not at its 10 s timeout (one such timeout
+            // per half window would take minutes).
+            #expect(ContinuousClock.now - started < .seconds(20))
+            #expect(finalCount == UInt64(count))
+            #expect(largestInFlight <= window)
+            #expect(lateWait >= .milliseconds(290) && lateWait < .seconds(3))
+        }
+    }
+
     @Test func persistentSessionDeliversMessagesPublishedWhileAway() async throws {
         try await withBroker { stack in
             let prefix = TestStack.uniqueName("away")
