@@ -1,13 +1,18 @@
-"""The ingester a user would write first: paho-mqtt + psycopg, one INSERT (one commit) per message.
+"""The ingesters a user would write first, for Benchmarks/throughput.sh; not part of outletd.
 
-Reads outletd's native telemetry payloads from <prefix>/<code>/telemetry at QoS 1 and inserts each
-reading into outletd's `samples` table. Used by Benchmarks/throughput.sh; not part of outletd.
+paho-mqtt + psycopg: reads outletd's native telemetry payloads from <prefix>/<code>/telemetry at QoS 1 and
+stores each reading in outletd's `samples` table, either with one INSERT (one commit) per message, or
+--batched: COPY every 1,000 rows or 100 ms, whichever comes first. No registry cache beyond a dict of
+codes, no rollups, no spool.
 
-    python ingester.py DATABASE_URL MQTT_HOST MQTT_PORT PREFIX [--batched]
+    python ingester.py DATABASE_URL MQTT_HOST MQTT_PORT PREFIX --client-id ID [--batched] [--subscribe-only]
 
-With --batched, rows are COPYed every 1,000 rows or 100 ms, whichever comes first.
+The session is persistent (clean session off) under --client-id, so the broker queues readings while the
+ingester is away: --subscribe-only creates the session and its subscription, then disconnects; the next
+run drains what was queued meanwhile (the backlog method).
 """
 
+import argparse
 import json
 import signal
 import sys
@@ -17,8 +22,17 @@ from datetime import datetime, timezone
 import paho.mqtt.client as mqtt
 import psycopg
 
-database_url, host, port, prefix = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-batched = "--batched" in sys.argv[5:]
+parser = argparse.ArgumentParser()
+parser.add_argument("database_url")
+parser.add_argument("host")
+parser.add_argument("port", type=int)
+parser.add_argument("prefix")
+parser.add_argument("--client-id", required=True)
+parser.add_argument("--batched", action="store_true")
+parser.add_argument("--subscribe-only", action="store_true")
+arguments = parser.parse_args()
+database_url, host, port, prefix = arguments.database_url, arguments.host, arguments.port, arguments.prefix
+batched = arguments.batched
 
 connection = psycopg.connect(database_url, autocommit=not batched)
 device_ids = dict(connection.execute("SELECT code, id FROM devices").fetchall())
@@ -69,8 +83,16 @@ def on_message(client, userdata, message):
         connection.execute(INSERT, row)
 
 
+subscribed = False
+
+
 def on_connect(client, userdata, flags, reason_code, properties):
     client.subscribe(f"{prefix}/+/telemetry", qos=1)
+
+
+def on_subscribe(client, userdata, mid, reason_codes, properties):
+    global subscribed
+    subscribed = True
 
 
 running = True
@@ -83,11 +105,18 @@ def stop(signum, frame):
 
 signal.signal(signal.SIGTERM, stop)
 signal.signal(signal.SIGINT, stop)
-client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"py-ingest-{int(batched)}", clean_session=True)
+client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=arguments.client_id, clean_session=False)
 client.max_inflight_messages_set(100)
 client.on_connect = on_connect
+client.on_subscribe = on_subscribe
 client.on_message = on_message
 client.connect(host, port)
+if arguments.subscribe_only:
+    deadline = time.monotonic() + 30
+    while not subscribed and time.monotonic() < deadline:
+        client.loop(timeout=0.05)
+    client.disconnect()
+    sys.exit(0 if subscribed else 1)
 while running:
     client.loop(timeout=0.02)
     if batched and time.monotonic() - last_flush >= 0.1:
