@@ -63,75 +63,7 @@ sql "INSERT INTO devices (code, name) SELECT 'reg-' || i, 'registered only'
 [ "$(sql 'SHOW fsync')/$(sql 'SHOW synchronous_commit')/$(sql 'SHOW full_page_writes')" = on/on/on ] \
     || { echo "bench: PostgreSQL is not durable (fsync/synchronous_commit/full_page_writes)" >&2; exit 1; }
 # outletd keeps its session (and its queue) while it is away, under a fixed client id.
-export OUTLETD_MQTT_SESSION_EXPIRY_SECONDS=3600 OUTLETD_INSTANCE_ID=bench
-
-topic='outlets/+/telemetry'
-mqtt_sub() { mosquitto_sub -h 127.0.0.1 -p "$OUTLETD_MQTT_PORT" -q 1 -t "$topic" "$@"; }
-
-# publish COUNT_PER_OUTLET [RATE]: the simulator publishes COUNT_PER_OUTLET readings from each outlet,
-# as fast as the broker acknowledges (or at RATE readings/s); fails unless all were acknowledged.
-publish() {
-    local interval=0.000001
-    [ -n "${2:-}" ] && interval=$(calc "$outlets / $2")
-    "$bin/outletd" simulate --outlets "$outlets" --interval "$interval" --count "$1" --window 2000 \
-        >"$dir/simulate.log" 2>&1 || { cat "$dir/simulate.log" >&2; echo "bench: the simulator failed" >&2; exit 1; }
-    local summary
-    summary=$(tail -n 1 "$dir/simulate.log")
-    echo "   simulator: $summary" >&2
-    acknowledged=$(sed -n 's/.*acknowledged \([0-9]*\), invalid.*/\1/p' <<<"$summary")
-    [ "$acknowledged" = $(( $1 * outlets )) ] || { echo "bench: not every reading was acknowledged" >&2; exit 1; }
-}
-# Rows ever inserted into samples' partitions (statistics: cheap to poll, unlike count(*)).
-inserted() {
-    sql "SELECT coalesce(sum(s.n_tup_ins), 0) FROM pg_partition_tree('samples') t JOIN pg_stat_user_tables s USING (relid)"
-}
-# wait_rows N: until `samples` holds N rows (polling the statistics, not the table), DRAIN_TIMEOUT at most.
-wait_rows() {
-    local base=$2 deadline=$(( SECONDS + drain_timeout ))
-    until [ $(( $(inserted) - base )) -ge "$1" ]; do
-        [ "$SECONDS" -lt "$deadline" ] || { echo "bench: $1 rows not stored after ${drain_timeout} s" >&2; exit 1; }
-        sleep 0.25
-    done
-    local count
-    count=$(sql "SELECT count(*) FROM samples")
-    [ "$count" = "$1" ] || { echo "bench: samples holds $count rows, expected $1" >&2; exit 1; }
-}
-# drain_rate START N: N readings over START … the last commit.
-drain_rate() {
-    sql "SELECT round($2 / extract(epoch FROM max(pg_xact_commit_timestamp(xmin)) - to_timestamp($1)))
-         FROM samples"
-}
-# empty_tables: (outletd stopped) the next stage starts from empty tables and an empty spool; the spool's
-# records would otherwise be stored again, their checkpoint having gone with ingest_checkpoints.
-empty_tables() {
-    rm -rf "$dir/spool"
-    sql "TRUNCATE samples, device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored,
-                  power_rollups_daily_stored, rollup_tails, ingest_checkpoints"
-}
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-start_outletd() {
-    "$daemon" run >>"$dir/outletd.log" 2>&1 &
-    outletd_pid=$!
-    pids+=("$outletd_pid")
-}
-status() { mosquitto_sub -h 127.0.0.1 -p "$OUTLETD_MQTT_PORT" -t outletd/bench/status -C 1 -W 2 2>/dev/null || true; }
-wait_subscribed() { # until outletd is subscribed: it says `online` (retained) after subscribing
-    for _ in $(seq 1 120); do
-        [ "$(status)" = online ] && return 0
-        kill -0 "$outletd_pid" 2>/dev/null || break
-        sleep 0.25
-    done
-    echo "bench: outletd did not come online (see $dir/outletd.log)" >&2
-    exit 1
-}
-# forget_session CLIENT_ID: a clean-session connect ends a session the broker keeps (so that it does
-# not queue the next stage's readings).
-forget_session() { mqtt_sub -i "$1" -E; }
-stop_outletd() {
-    kill -TERM "$outletd_pid"
-    wait "$outletd_pid" || { echo "bench: outletd exited with $? (see $dir/outletd.log)" >&2; exit 1; }
-    [ "$(status)" = offline ] || { echo "bench: outletd did not say offline" >&2; exit 1; }
-}
+bench_backlog_setup
 
 if [ "$soak" = 1 ]; then
     start_outletd
