@@ -19,6 +19,8 @@ final class ClientState: @unchecked Sendable {
     struct State {
         var phase: Phase = .idle
         var isConnected = false
+        /// Successful connections so far (the network loop's reconnect backoff starts over after one).
+        var connections: UInt64 = 0
         var subscriptions: [(filter: String, qos: Int)] = []
         /// Filters removed while disconnected; unsubscribed on the next connect (the broker's stored
         /// session still has them).

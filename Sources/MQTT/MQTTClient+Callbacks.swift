@@ -49,6 +49,7 @@ extension ClientState {
         }
         let (subscriptions, unsubscribes, waiters) = withLockBroadcasting { state in
             state.isConnected = true
+            state.connections &+= 1
             state.attemptFailureReported = false
             let result = (state.subscriptions, state.pendingUnsubscribes, Array(state.connectWaiters.values))
             state.pendingUnsubscribes.removeAll()

@@ -1,13 +1,13 @@
 import CMosquitto
 import Foundation
 
-/// One libmosquitto client (MQTT v5) running its own network thread (`mosquitto_loop_start`). Thread-safe.
+/// One libmosquitto client (MQTT v5) with its network thread (``NetworkLoop``). Thread-safe.
 ///
 /// Life cycle: ``init(configuration:onMessage:)`` → ``start()`` → … → ``stop()`` (or deinit). A stopped
 /// client cannot be started again; create a new one with the same client id to resume the session.
 ///
-/// Reconnecting is libmosquitto's job: after a lost connection (or when the broker is down at start) the
-/// network thread retries with a growing delay between ``MQTTConfiguration/reconnectDelayMin`` and
+/// After a lost connection (or when the broker is down at start) the network thread retries with a growing
+/// delay between ``MQTTConfiguration/reconnectDelayMin`` and
 /// ``MQTTConfiguration/reconnectDelayMax`` and never gives up. Every successful connect subscribes to the
 /// current ``setSubscriptions(_:)`` list again and sends the Session Expiry Interval again (libmosquitto
 /// keeps the CONNECT properties given to `mosquitto_connect_bind_v5` for its reconnects).
@@ -18,6 +18,7 @@ public final class MQTTClient: Sendable {
     public let configuration: MQTTConfiguration
     private let handle: MosquittoHandle
     private let state: ClientState
+    private let network: NetworkLoop
 
     /// Creates a client; nothing connects until ``start()``.
     ///
@@ -49,8 +50,15 @@ public final class MQTTClient: Sendable {
             throw error
         }
         Self.installCallbacks(on: pointer)
+        let handle = MosquittoHandle(pointer: pointer)
+        do {
+            self.network = try NetworkLoop(handle: handle, state: state)
+        } catch {
+            mosquitto_destroy(pointer)
+            throw error
+        }
         self.configuration = configuration
-        self.handle = MosquittoHandle(pointer: pointer)
+        self.handle = handle
         self.state = state
     }
 
@@ -98,6 +106,8 @@ public final class MQTTClient: Sendable {
             mosquitto_int_option(pointer, MOSQ_OPT_SEND_MAXIMUM, Int32(configuration.sendMaximum)),
             "setting the send maximum")
         try MQTTError.check(mosquitto_int_option(pointer, MOSQ_OPT_TCP_NODELAY, 1), "setting TCP_NODELAY")
+        // Our own network thread drives the client: libmosquitto then only queues packets, PUBACKs included.
+        try MQTTError.check(mosquitto_threaded_set(pointer, true), "selecting threaded use")
         try MQTTError.check(
             mosquitto_reconnect_delay_set(
                 pointer, UInt32(configuration.reconnectDelayMin), UInt32(configuration.reconnectDelayMax), true),
@@ -167,8 +177,8 @@ public final class MQTTClient: Sendable {
             state.withLock { $0.lastConnectionError = error }
             state.emit(.connectionFailed(reason: error.message))
         }
-        try MQTTError.check(mosquitto_loop_start(handle.pointer), "starting the MQTT network thread")
         state.withLock { $0.phase = .running }
+        network.start()
     }
 
     private static func isRetryable(_ returnCode: Int32) -> Bool {
@@ -196,10 +206,10 @@ public final class MQTTClient: Sendable {
         case .stopped:
             return
         case .running:
-            // NO_CONN when not connected: then only the state changes, which ends the loop too.
+            // Queues DISCONNECT (NO_CONN when not connected); the network thread writes it and ends.
             _ = mosquitto_disconnect_v5(handle.pointer, Int32(MQTT_RC_NORMAL_DISCONNECTION.rawValue), nil)
-            // Wakes the thread (also from a reconnect delay) and joins it.
-            _ = mosquitto_loop_stop(handle.pointer, false)
+            network.wake()
+            network.join()
         case .idle, .stopping:
             break
         }
@@ -243,6 +253,7 @@ public final class MQTTClient: Sendable {
         for subscription in toSubscribe {
             _ = ClientState.subscribe(handle.pointer, subscription)
         }
+        network.wake()
     }
 
     /// Unsubscribes `filters` that a resumed persistent session may still hold from an earlier configuration
@@ -262,6 +273,7 @@ public final class MQTTClient: Sendable {
         for filter in toUnsubscribe {
             _ = mosquitto_unsubscribe_v5(handle.pointer, nil, filter, nil)
         }
+        network.wake()
     }
 
     // MARK: Connection state
@@ -359,6 +371,7 @@ public final class MQTTClient: Sendable {
             mosquitto_publish_v5(
                 handle.pointer, &mid, topic, Int32(bytes.count), bytes.baseAddress, Int32(qos), retain, nil)
         }
+        network.wake()
         // While disconnected libmosquitto still queues a QoS 1/2 message (and sends it after the
         // reconnect) but answers MOSQ_ERR_NO_CONN: that is not a failure, the message is on its way.
         if qos > 0 && returnCode == Int32(MOSQ_ERR_NO_CONN.rawValue) { return mid }

@@ -1,0 +1,183 @@
+import CMosquitto
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An ``MQTTClient``'s network thread: it reads, writes and keeps the connection alive, and reconnects with
+/// a growing delay, in place of libmosquitto's own thread (`mosquitto_loop_start`).
+///
+/// Why not libmosquitto's: its loop (`mosquitto_loop`) handles one incoming packet per `pselect`, reads a
+/// wake-up byte from an internal socket pair for every packet queued meanwhile, and writes each PUBACK as its
+/// own TCP segment. Draining a backlog, that made about nine system calls and one loopback transmission per
+/// reading, most of outletd's CPU (docs/PERFORMANCE.md, "Profile"). This loop reads every packet the socket
+/// holds (up to ``burst``), then writes what the burst queued (its PUBACKs) with the socket corked, so they
+/// leave in as few segments as fit, then polls again.
+///
+/// Delivery is unchanged. The client is in `mosquitto_threaded_set` mode, where libmosquitto only *queues* a
+/// QoS 1 message's PUBACK (it does so before calling the message callback); this loop writes queued packets
+/// only after `mosquitto_loop_read` returned, so a PUBACK never leaves before its message callback finished.
+final class NetworkLoop: Sendable {
+    /// Incoming packets handled before the queued PUBACKs are written.
+    static let burst = 1_024
+    /// How long a stopping loop keeps trying to write its DISCONNECT.
+    static let stopFlushTimeout: Duration = .seconds(2)
+
+    private let handle: MosquittoHandle
+    private let state: ClientState
+    /// An eventfd: written by ``wake()``, polled beside the socket.
+    private let wakeDescriptor: Int32
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(handle: MosquittoHandle, state: ClientState) throws(MQTTError) {
+        let descriptor = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
+        guard descriptor >= 0 else {
+            throw MQTTError(code: .library, message: "creating an eventfd: \(String(cString: strerror(errno)))")
+        }
+        self.handle = handle
+        self.state = state
+        self.wakeDescriptor = descriptor
+    }
+
+    deinit {
+        close(wakeDescriptor)
+    }
+
+    /// Starts the thread. Call once.
+    func start() {
+        let thread = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        thread.name = "mqtt network"
+        thread.start()
+    }
+
+    /// Interrupts the thread's wait: something was queued for writing, or the client is stopping.
+    func wake() {
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeDescriptor, &one, 8)
+    }
+
+    /// Waits until the thread (started with ``start()``) has ended.
+    func join() {
+        finished.wait()
+    }
+
+    // MARK: The loop
+
+    private var isStopping: Bool {
+        state.withLock { $0.phase == .stopping || $0.phase == .stopped }
+    }
+
+    private func run() {
+        var attempts = 0
+        var connections = state.withLock { $0.connections }
+        var stopDeadline: ContinuousClock.Instant?
+        while true {
+            if stopDeadline == nil && isStopping { stopDeadline = .now + Self.stopFlushTimeout }
+            let socket = mosquitto_socket(handle.pointer)
+            guard socket >= 0 else {
+                if stopDeadline != nil { return }
+                // Not connected (the broker went away, or was not there at start): wait, then try again.
+                let seen = state.withLock { $0.connections }
+                if seen != connections {
+                    connections = seen
+                    attempts = 0
+                }
+                waitForWake(milliseconds: Self.reconnectDelay(after: attempts, state.configuration) * 1_000)
+                if isStopping { return }
+                attempts += 1
+                // Failures surface as the next attempt's wait; a refused CONNACK through the connect callback.
+                _ = mosquitto_reconnect(handle.pointer)
+                continue
+            }
+            if let stopDeadline, !mosquitto_want_write(handle.pointer) || .now >= stopDeadline { return }
+            guard let events = poll(socket: socket) else { continue }
+            // Readable, closed, failed, or writable (a TLS handshake in progress continues in the read call).
+            let handled = events != 0 ? readBurst() : 0
+            guard mosquitto_socket(handle.pointer) >= 0 else { continue }
+            if mosquitto_want_write(handle.pointer) {
+                write(socket: socket, corked: handled > 1)
+            }
+            if mosquitto_socket(handle.pointer) >= 0 {
+                // Keepalive: PINGREQ when due, and a connection whose PINGRESP is overdue is closed.
+                _ = mosquitto_loop_misc(handle.pointer)
+            }
+        }
+    }
+
+    /// Waits until the socket is readable (or writable while something waits to be written), the loop is
+    /// woken, or a second passed (keepalive housekeeping). Returns the socket's events (0 when woken or timed
+    /// out: then only what was queued is written), nil when interrupted by a signal.
+    private func poll(socket: Int32) -> Int16? {
+        var descriptors = [
+            pollfd(
+                fd: socket, events: Int16(POLLIN) | (mosquitto_want_write(handle.pointer) ? Int16(POLLOUT) : 0),
+                revents: 0),
+            pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        guard Glibc.poll(&descriptors, 2, 1_000) >= 0 else { return nil }
+        if descriptors[1].revents != 0 { drainWake() }
+        return descriptors[0].revents
+    }
+
+    /// Reads and handles incoming packets until a read handles none (the socket ran dry, or holds only part
+    /// of a packet) or ``burst`` were handled; returns how many were. A lost connection is closed and
+    /// reported by libmosquitto itself (the disconnect callback), which leaves `mosquitto_socket` at -1.
+    ///
+    /// "Handled" is counted as messages delivered plus publishes acknowledged, not by `errno`: libmosquitto
+    /// leaves EAGAIN there from its internal wake-up write whenever that socket pair is full, which is most
+    /// of the time here since nothing reads it. Any other packet (PINGRESP, SUBACK…) only ends a burst early.
+    private func readBurst() -> Int {
+        var handled = 0
+        var before = packetsHandled
+        while handled < Self.burst {
+            let returnCode = mosquitto_loop_read(handle.pointer, 1)
+            let after = packetsHandled
+            if returnCode != MOSQ_ERR_SUCCESS.rawValue || after == before || mosquitto_socket(handle.pointer) < 0 {
+                break
+            }
+            handled += 1
+            before = after
+        }
+        return handled
+    }
+
+    private var packetsHandled: UInt64 {
+        state.withLock { $0.receivedCount &+ $0.acknowledgedCount }
+    }
+
+    /// Writes what is queued. Corked, the kernel sends the burst's PUBACKs in as few segments as fit.
+    private func write(socket: Int32, corked: Bool) {
+        if corked { setCork(socket, on: true) }
+        _ = mosquitto_loop_write(handle.pointer, 1)
+        if corked, mosquitto_socket(handle.pointer) == socket { setCork(socket, on: false) }
+    }
+
+    private func setCork(_ socket: Int32, on: Bool) {
+        var value: Int32 = on ? 1 : 0
+        _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &value, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    private func drainWake() {
+        var count: UInt64 = 0
+        _ = Glibc.read(wakeDescriptor, &count, 8)
+    }
+
+    private func waitForWake(milliseconds: Int) {
+        var descriptor = pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)
+        if Glibc.poll(&descriptor, 1, Int32(clamping: milliseconds)) > 0 { drainWake() }
+    }
+
+    /// Seconds before the next reconnect attempt, after `attempts` since the last successful connection:
+    /// libmosquitto's exponential backoff, min × (attempts + 1)², capped at the maximum.
+    static func reconnectDelay(after attempts: Int, _ configuration: MQTTConfiguration) -> Int {
+        let factor = (attempts + 1).multipliedReportingOverflow(by: attempts + 1)
+        let delay = configuration.reconnectDelayMin.multipliedReportingOverflow(by: factor.partialValue)
+        if factor.overflow || delay.overflow { return configuration.reconnectDelayMax }
+        return min(delay.partialValue, configuration.reconnectDelayMax)
+    }
+}
