@@ -22,6 +22,12 @@ import Telemetry
 //       Fills an empty database with raw samples (SQL generate_series, the last 30 days), builds
 //       the rollups with the rebuild SQL, then times the dashboards' "average and peak of one
 //       outlet over the last 24 h" query (PowerStatsQuery.averageAndPeakSQL) and prints its plan.
+//   outletd-bench registry URL [--outlets 1000000] [--lookups 5000000]
+//       Registers outlets until --outlets are (`bench-0000001` …), then measures what
+//       outletd's registry costs at that size: the full load (`DeviceStore.registryEntries`, what
+//       start-up and every periodic reload run) in seconds, the process's resident memory before and
+//       after the load and with a second copy being built (a reload), and the nanoseconds per look-up
+//       of a registered code and of an unknown one.
 
 func option(_ name: String, _ fallback: Int) -> Int {
     let arguments = CommandLine.arguments
@@ -251,13 +257,75 @@ func query(url: String) throws {
     for row in 0..<explain.rowCount { print("  " + (explain[row, 0] ?? "")) }
 }
 
+/// The process's resident set in KiB (VmRSS), or its peak (VmHWM).
+func residentKiB(_ field: String = "VmRSS") -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
+    }
+    return 0
+}
+
+func registry(url: String) throws {
+    let outlets = option("--outlets", 1_000_000)
+    let lookups = option("--lookups", 5_000_000)
+    let connection = try migratedConnection(url)
+    defer { connection.close() }
+    let clock = ContinuousClock()
+    let existing = try connection.execute("SELECT count(*) FROM devices").int64(row: 0, column: 0) ?? 0
+    if existing < outlets {
+        let started = clock.now
+        try connection.execute(
+            """
+            INSERT INTO devices (code, name)
+            SELECT 'bench-' || lpad(i::text, 7, '0'), 'registry bench' FROM generate_series(1, $1::integer) i
+            """, [Int32(outlets - Int(existing))])
+        try connection.execute("VACUUM ANALYZE devices")
+        print(
+            String(
+                format: "registered %d more outlets in %.1f s", outlets - Int(existing), seconds(clock.now - started)))
+    }
+    let store = DeviceStore(connection: connection)
+    let registry = DeviceRegistry()
+    let before = residentKiB()
+    var started = clock.now
+    registry.replaceAll(try store.registryEntries())
+    let loadSeconds = seconds(clock.now - started)
+    let loaded = residentKiB()
+    started = clock.now
+    registry.replaceAll(try store.registryEntries())
+    let reloadSeconds = seconds(clock.now - started)
+    print(
+        String(
+            format:
+                "full load of %d outlets: %.2f s (a reload: %.2f s); RSS %d KiB before, %d KiB loaded (+%d), peak %d KiB",
+            registry.count, loadSeconds, reloadSeconds, before, loaded, loaded - before, residentKiB("VmHWM")))
+    // Codes looked up in a scattered order, as readings of a fleet arrive.
+    let sample = try connection.execute("SELECT code FROM devices ORDER BY random() LIMIT 100000")
+    let known = (0..<sample.rowCount).compactMap { sample[$0, 0] }
+    let unknown = (0..<100_000).map { "unknown-\($0)" }
+    for (label, codes) in [("registered", known), ("unknown", unknown)] {
+        var found = 0
+        started = clock.now
+        for index in 0..<lookups where registry.lookup(codes[index % codes.count]) != nil { found += 1 }
+        let nanoseconds = seconds(clock.now - started) / Double(lookups) * 1e9
+        print(
+            String(
+                format: "look-up of a%@ code: %.0f ns (%d of %d found)",
+                label == "unknown" ? "n unknown" : " registered",
+                nanoseconds, found, lookups))
+    }
+}
+
 let arguments = CommandLine.arguments
 do {
     switch arguments.count > 1 ? arguments[1] : "" {
     case "ingest" where arguments.count >= 4: try ingest(withoutURL: arguments[2], withURL: arguments[3])
     case "query" where arguments.count >= 3: try query(url: arguments[2])
+    case "registry" where arguments.count >= 3: try registry(url: arguments[2])
     default:
-        FileHandle.standardError.write(Data("usage: outletd-bench ingest URL_WITHOUT URL_WITH | query URL\n".utf8))
+        FileHandle.standardError.write(
+            Data("usage: outletd-bench ingest URL_WITHOUT URL_WITH | query URL | registry URL\n".utf8))
         exit(64)
     }
 } catch {
