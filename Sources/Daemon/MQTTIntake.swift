@@ -9,6 +9,7 @@ import Postgres
 import Routing
 import Runtime
 import ServiceLifecycle
+import Synchronization
 import Telemetry
 
 /// The MQTT side of the daemon, as a `Service`: one client with a fixed id and a persistent session, whose
@@ -49,20 +50,27 @@ public final class MQTTIntake: Service, Sendable {
         mqtt.receiveMaximum = settings.receiveMaximum
         mqtt.tls = Self.tls(settings, base: mqtt.tls)
         mqtt.will = MQTTMessage.Will(topic: parts.statusTopic, payload: Array("offline".utf8), qos: 1, retain: true)
-        client = try MQTTClient(configuration: mqtt, onMessage: Self.callback(parts, drain: drain))
+        let read = ReadBatch(spool: parts.spool)
+        client = try MQTTClient(
+            configuration: mqtt, onMessage: Self.callback(parts, drain: drain, read: read), onReadEnd: read.store)
         client.setSubscriptions(parts.subscriptions.map { (filter: $0, qos: 1) })
         client.forgetSubscriptions(parts.staleSubscriptions)
     }
 
-    /// Runs on libmosquitto's network thread; the PUBACK leaves after it returns. Readings go to the spool (it
-    /// blocks while the spool is full or the disk refuses: the broker queues). Set requests, state and
+    /// Runs on the MQTT network thread; the PUBACK leaves after it returns and the read's ``ReadBatch`` was
+    /// stored. Readings go to the spool at the end of the read that delivered them, together (the append blocks
+    /// while the spool is full or the disk refuses: the broker queues). Set requests, state and
     /// availability reports go to the command relay, which does not wait for a telemetry batch; a set request's
     /// callback waits until the relay stored the command, so an acknowledged request is never lost.
-    private static func callback(_ parts: Parts, drain: DrainMarker) -> @Sendable (MQTTMessage) -> Void {
-        let (spool, inbox, metrics, drainTopic) = (parts.spool, parts.inbox, parts.metrics, parts.drainTopic)
+    private static func callback(_ parts: Parts, drain: DrainMarker, read: ReadBatch)
+        -> @Sendable (MQTTMessage) -> Void
+    {
+        let (inbox, metrics, drainTopic) = (parts.inbox, parts.metrics, parts.drainTopic)
         let router = TopicRouter(nativePrefix: parts.configuration.mqtt.topicPrefix, protocols: parts.router)
         return { message in
             if message.topic == drainTopic {
+                // Everything received before the marker is in the spool when the marker is seen.
+                read.store()
                 drain.arrived(message.payload)
                 return
             }
@@ -77,7 +85,7 @@ public final class MQTTIntake: Service, Sendable {
             }
             if route.goesToSpool {
                 metrics.messageReceived()
-                spool.append(raw, tag: route.tag)
+                read.add(raw, tag: route.tag)
             }
             // A Tasmota `stat/<t>/STATUS`, a Gen2 `status/sys`…: subscribed for its neighbours, not read.
             if route == .unread { metrics.messageIgnored(.unreadTopic) }
@@ -195,5 +203,30 @@ public final class MQTTIntake: Service, Sendable {
         return MQTTConfiguration.TLS(
             caFile: file(settings.tlsCAFile), certificateFile: file(settings.tlsCertificateFile),
             keyFile: file(settings.tlsKeyFile))
+    }
+}
+
+/// The spool-bound messages of one read of the socket, appended to the spool together (one write) when the read
+/// ends, before their PUBACKs are written (``MQTTClient``'s `onReadEnd`). Used by the network thread only; the
+/// lock is uncontended and makes that checkable.
+final class ReadBatch: Sendable {
+    private let spool: Spool
+    private let messages = Mutex<[(message: RawMessage, tag: [UInt8])]>([])
+
+    init(spool: Spool) {
+        self.spool = spool
+    }
+
+    func add(_ message: RawMessage, tag: [UInt8]) {
+        messages.withLock { $0.append((message, tag)) }
+    }
+
+    /// Appends what was added since the last call to the spool.
+    func store() {
+        let taken = messages.withLock { messages in
+            defer { messages.removeAll(keepingCapacity: true) }
+            return messages
+        }
+        if !taken.isEmpty { spool.append(contentsOf: taken) }
     }
 }

@@ -49,15 +49,21 @@ final class ClientState: @unchecked Sendable {
 
     let configuration: MQTTConfiguration
     let onMessage: @Sendable (MQTTMessage) -> Void
+    /// Called on the network thread after each read of the socket, before anything is written.
+    let onReadEnd: (@Sendable () -> Void)?
     /// Serialises `start()` and `stop()`; held across libmosquitto calls that may block (connect, join),
     /// never taken by the network thread.
     let lifecycleLock = NSLock()
     private let condition = NSCondition()
     private var state = State()
 
-    init(configuration: MQTTConfiguration, onMessage: @escaping @Sendable (MQTTMessage) -> Void) {
+    init(
+        configuration: MQTTConfiguration, onMessage: @escaping @Sendable (MQTTMessage) -> Void,
+        onReadEnd: (@Sendable () -> Void)? = nil
+    ) {
         self.configuration = configuration
         self.onMessage = onMessage
+        self.onReadEnd = onReadEnd
     }
 
     /// Runs `body` with the state locked. `body` must not call out to user code or libmosquitto.

@@ -27,12 +27,18 @@ public final class MQTTClient: Sendable {
     /// It may block: that is backpressure (the broker's in-flight window of
     /// ``MQTTConfiguration/receiveMaximum`` fills and the broker queues), but while it blocks no other
     /// traffic flows (no keepalive pings: keep single calls well below 1.5 × keepalive).
-    public init(configuration: MQTTConfiguration, onMessage: @escaping @Sendable (MQTTMessage) -> Void)
-        throws(MQTTError)
-    {
+    ///
+    /// `onReadEnd`, when given, runs on the same thread after each read of the socket (which delivers the
+    /// messages the socket held, up to ``NetworkLoop/burst``), before any packet is written: the PUBACKs of
+    /// the messages delivered since its last call leave only after it returns. A receiver can therefore
+    /// collect the messages of one read in `onMessage` and store them together in `onReadEnd`.
+    public init(
+        configuration: MQTTConfiguration, onMessage: @escaping @Sendable (MQTTMessage) -> Void,
+        onReadEnd: (@Sendable () -> Void)? = nil
+    ) throws(MQTTError) {
         try MosquittoLibrary.initialize()
         try Self.validate(configuration)
-        let state = ClientState(configuration: configuration, onMessage: onMessage)
+        let state = ClientState(configuration: configuration, onMessage: onMessage, onReadEnd: onReadEnd)
         // Unretained: `state` is owned by this client, whose deinit joins the network thread (the only
         // caller of the callbacks) before the state can be released.
         guard

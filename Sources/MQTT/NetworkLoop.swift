@@ -18,7 +18,8 @@ import Foundation
 ///
 /// Delivery is unchanged. The client is in `mosquitto_threaded_set` mode, where libmosquitto only *queues* a
 /// QoS 1 message's PUBACK (it does so before calling the message callback); this loop writes queued packets
-/// only after `mosquitto_loop_read` returned, so a PUBACK never leaves before its message callback finished.
+/// only after `mosquitto_loop_read` returned and the client's `onReadEnd` ran, so a PUBACK never leaves before
+/// its message callback, and the read's `onReadEnd`, finished.
 final class NetworkLoop: Sendable {
     /// Incoming packets handled before the queued PUBACKs are written.
     static let burst = 1_024
@@ -98,6 +99,8 @@ final class NetworkLoop: Sendable {
             guard let events = poll(socket: socket) else { continue }
             // Readable, closed, failed, or writable (a TLS handshake in progress continues in the read call).
             let handled = events != 0 ? readBurst() : 0
+            // Before any PUBACK of this read is written.
+            if events != 0, let onReadEnd = state.onReadEnd { onReadEnd() }
             guard mosquitto_socket(handle.pointer) >= 0 else { continue }
             if mosquitto_want_write(handle.pointer) {
                 write(socket: socket, corked: handled > 1)

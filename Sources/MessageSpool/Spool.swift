@@ -10,9 +10,10 @@ import Telemetry
 /// The durable hand-off between the MQTT callback (producer) and the batch writer (consumer):
 /// append-only segment files of framed, checksummed records in one directory.
 ///
-/// - **Append** (libmosquitto's thread): a plain `write` of the record, then return; the PUBACK
-///   leaves after that, so an acknowledged message is in the page cache and survives a crash of
-///   the process (and, with ``FsyncPolicy/always``, of the host). When the spool holds
+/// - **Append** (the MQTT network thread): one `write` of the records a read of the socket delivered
+///   (``append(contentsOf:)``), then return; their PUBACKs leave after that, so an acknowledged message
+///   is in the page cache and survives a crash of the process (and, with ``FsyncPolicy/always``, of the
+///   host: one flush per write). When the spool holds
 ///   `maxBytes`, or a write fails (full disk, I/O error), `append` waits and retries: the broker
 ///   stops getting PUBACKs and queues for the session. Nothing is acknowledged that is not stored.
 /// - **Read** (the writer's thread): from a cursor, in order. ``commit(through:records:)`` is
@@ -25,7 +26,7 @@ import Telemetry
 /// Blocking file I/O only: never call it from Swift's cooperative pool. All mutable state (the
 /// segments, the producer's file and problem, the consumer's cursor and file, the flags) is one
 /// `State` behind one ``Guarded`` lock, and the file I/O that changes it happens under that lock too:
-/// an append is one `pwrite` of a few hundred bytes, a read a `pread` of at most a megabyte, so the
+/// an append is one `pwrite` of at most a burst of records, a read a `pread` of at most a megabyte, so the
 /// producer and the consumer wait for each other only that long.
 public final class Spool: Sendable {
     /// When appended bytes are forced to the disk.
@@ -209,57 +210,97 @@ public final class Spool: Sendable {
     /// the write. Returns false only after ``close()``: the message was not stored.
     @discardableResult
     public func append(_ message: RawMessage, tag: [UInt8] = []) -> Bool {
-        let record = SpoolFraming.encode(message, tag: tag)
-        let length = Int64(record.count)
+        append(contentsOf: [(message, tag)])
+    }
+
+    /// Appends messages in order, each with its tag, in as few writes as the segments allow (one, unless the
+    /// active segment fills up), waiting while the spool is full or the disk refuses a write. Returns false only
+    /// after ``close()``: the messages from the first one not written on were not stored.
+    @discardableResult
+    public func append(contentsOf messages: [(message: RawMessage, tag: [UInt8])]) -> Bool {
+        let records = messages.map { SpoolFraming.encode($0.message, tag: $0.tag) }
+        var next = 0
+        while next < records.count {
+            guard let written = appendChunk(records[next...]) else { return false }
+            next += written
+        }
+        return true
+    }
+
+    /// Writes the longest run of `records` (at least one) that fits the active segment, rolling over to a new
+    /// segment first when not even the first fits; returns how many were written, nil after ``close()``.
+    private func appendChunk(_ records: ArraySlice<[UInt8]>) -> Int? {
         let (maxBytes, segmentBytes) = (settings.maxBytes, settings.segmentBytes)
         enum Outcome {
-            case stored(resumed: Bool)
+            case stored(records: Int, resumed: Bool)
             case closed
             /// Not stored yet: report `problem` (once) and wait a second (or for space) before trying again.
             case paused(problem: String, metadata: Logger.Metadata)
         }
+        let firstLength = Int64(records[records.startIndex].count)
         while true {
             // While a reported "full" lasts, wait for a commit to free space (or a second).
             let outcome: Outcome = state.wait(
                 until: Date().addingTimeInterval(1),
-                for: { $0.closed || !($0.appendProblem != nil && $0.isFull(adding: length, maxBytes: maxBytes)) }
+                for: {
+                    $0.closed || !($0.appendProblem != nil && $0.isFull(adding: firstLength, maxBytes: maxBytes))
+                }
             ) { state, ready in
                 if state.closed { return .closed }
-                if state.isFull(adding: length, maxBytes: maxBytes) {
+                if state.isFull(adding: firstLength, maxBytes: maxBytes) {
                     return .paused(
                         problem: "spool full; intake paused (the broker queues) until the writer frees space",
                         metadata: ["bytes": "\(state.totalBytes)", "max_bytes": "\(maxBytes)"])
                 }
-                let active = state.segments[state.segments.count - 1]
-                var offset = active.size
+                var offset = state.segments[state.segments.count - 1].size
                 do throws(SpoolError) {
-                    if active.size > 0 && active.size + length > segmentBytes {
-                        try rollOver(after: active.id, &state)
+                    if offset > 0 && offset + firstLength > segmentBytes {
+                        try rollOver(after: state.segments[state.segments.count - 1].id, &state)
                         offset = 0
                     }
-                    try state.activeFile.write(record, at: offset)
+                } catch {
+                    return .paused(
+                        problem: "spool write failed; intake paused (the broker queues), retrying every second",
+                        metadata: ["error": "\(error)", "code": "\(error.code)"])
+                }
+                // The run: the first record always (a new segment takes it whatever its size), then every
+                // following one while the segment has room and the spool is not full.
+                var count = 0
+                var length: Int64 = 0
+                for record in records {
+                    let total = length + Int64(record.count)
+                    if count > 0 && (offset + total > segmentBytes || state.isFull(adding: total, maxBytes: maxBytes)) {
+                        break
+                    }
+                    count += 1
+                    length = total
+                }
+                let run = records.prefix(count)
+                let bytes = count == 1 ? run[run.startIndex] : Array(run.joined())
+                do throws(SpoolError) {
+                    try state.activeFile.write(bytes, at: offset)
                     if settings.fsync == .always { try state.activeFile.sync() }
                     state.unsyncedBytes = true
                 } catch {
-                    // A partial record must not stay; the retry writes at the same offset anyway.
+                    // A partial run must not stay; the retry writes at the same offset anyway.
                     try? state.activeFile.truncate(to: offset)
                     return .paused(
                         problem: "spool write failed; intake paused (the broker queues), retrying every second",
                         metadata: ["error": "\(error)", "code": "\(error.code)"])
                 }
                 state.segments[state.segments.count - 1].size += length
-                state.segments[state.segments.count - 1].records += 1
+                state.segments[state.segments.count - 1].records += count
                 state.totalBytes += length
-                state.pendingRecords += 1
+                state.pendingRecords += count
                 defer { state.appendProblem = nil }
-                return .stored(resumed: state.appendProblem != nil)
+                return .stored(records: count, resumed: state.appendProblem != nil)
             }
             switch outcome {
-            case .stored(let resumed):
+            case .stored(let count, let resumed):
                 if resumed { logger.notice("spool intake resumed") }
-                return true
+                return count
             case .closed:
-                return false
+                return nil
             case .paused(let problem, let metadata):
                 let isNew = state.withLock { state in
                     defer { state.appendProblem = problem }

@@ -226,6 +226,66 @@ import Testing
         #expect(spool.status() == Spool.Status(bytes: 1_024 * 8, recordsPending: 0, oldestPendingReceivedAt: nil))
     }
 
+    /// Appending many records at once (a read of the socket) writes what appending them one by one writes: the
+    /// same segment files, byte for byte, a segment rolled over where the next record would not fit.
+    @Test(arguments: [1, 7, 64, 200])
+    func appendingManyAtOnceWritesWhatOneByOneWrites(runLength: Int) throws {
+        var messages: [(message: RawMessage, tag: [UInt8])] = []
+        for index in 0..<200 {
+            let payload = [UInt8](repeating: UInt8(index % 256), count: 900 + index % 200)
+            let receivedAt = Date(timeIntervalSince1970: 1_700_000_000 + Double(index))
+            let message = RawMessage(topic: "t/\(index % 10)", payload: payload, receivedAt: receivedAt)
+            messages.append((message, [UInt8(index % 3)]))
+        }
+        func segments(_ append: (Spool) -> Void) throws -> [[UInt8]] {
+            let directory = Self.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let spool = try Spool.open(
+                Self.settings(directory, segmentBytes: 65_536, maxBytes: 1 << 20), logger: Self.logger)
+            defer { spool.close() }
+            append(spool)
+            return try Spool.segmentIDs(in: directory).map { id in
+                Array(try Data(contentsOf: URL(fileURLWithPath: Spool.path(id, in: directory))))
+            }
+        }
+        let oneByOne = try segments { spool in
+            for (message, tag) in messages { spool.append(message, tag: tag) }
+        }
+        let together = try segments { spool in
+            for start in stride(from: 0, to: messages.count, by: runLength) {
+                #expect(spool.append(contentsOf: Array(messages[start..<min(start + runLength, messages.count)])))
+            }
+        }
+        #expect(oneByOne.count >= 3)
+        #expect(oneByOne.allSatisfy { $0.count <= 65_536 })
+        #expect(together == oneByOne)
+    }
+
+    /// A run that does not fit a full spool: what fits is written, the rest waits for a commit.
+    @Test func aRunWaitsWhereTheSpoolIsFull() async throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let spool = try Spool.open(
+            Self.settings(directory, segmentBytes: 65_536, maxBytes: 131_072), logger: Self.logger)
+        defer { spool.close() }
+        try spool.seek(to: nil)
+        let message = RawMessage(topic: "t", payload: Array(repeating: 3, count: 1_000), receivedAt: Date())
+        let done = Locked(false)
+        let producer = Thread {
+            spool.append(contentsOf: Array(repeating: (message, []), count: 140))  // 128 fit
+            done.value = true
+        }
+        producer.start()
+        try await Harness.waitUntil(timeout: 5, "128 records written") { spool.status().recordsPending == 128 }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!done.value, "the rest of the run waits while the spool is full")
+        #expect(spool.status().recordsPending == 128)
+        let records = try Self.readAll(spool)
+        spool.commit(through: records[records.count - 1].end, records: records.count)
+        try await Harness.waitUntil(timeout: 5, "the run finished") { done.value }
+        #expect(try Self.readAll(spool).count == 12)
+    }
+
     /// A restart resumes just after the checkpoint of this spool; a checkpoint of another spool
     /// (the directory was replaced) reads everything.
     @Test func reopenResumesAfterTheCheckpointOfThisSpoolOnly() throws {

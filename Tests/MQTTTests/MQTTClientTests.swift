@@ -344,6 +344,50 @@ struct MQTTClientTests {
         }
     }
 
+    /// A receiver that stores a read's messages in `onReadEnd` relies on this: a connection lost while
+    /// `onReadEnd` runs means no PUBACK of that read left, so the broker delivers the message again.
+    @Test func pubackIsSentOnlyAfterOnReadEndReturns() async throws {
+        signal(SIGPIPE, SIG_IGN)
+        try await withBroker { stack in
+            let prefix = TestStack.uniqueName("readend")
+            let collector = MessageCollector()
+            let clientBox = Shared<MQTTClient?>(nil)
+            let crashTopic = "\(prefix)/crash"
+            let deliveries = Shared(0)
+            let crashed = Shared(false)
+            let client = try MQTTClient(
+                configuration: configuration(stack),
+                onMessage: { message in
+                    collector.onMessage(message)
+                    if message.topic == crashTopic { deliveries.withLock { $0 += 1 } }
+                },
+                onReadEnd: {
+                    // The first read that delivered the message ends with the connection lost.
+                    guard deliveries.value == 1, !crashed.value, let client = clientBox.value else { return }
+                    crashed.withLock { $0 = true }
+                    shutdown(client.socketForTesting(), Int32(SHUT_RDWR))
+                })
+            clientBox.withLock { $0 = client }
+            defer {
+                clientBox.withLock { $0 = nil }
+                client.stop()
+            }
+            client.setSubscriptions([("\(prefix)/#", 1)])
+            try client.start()
+            try await client.waitUntilConnected(timeout: .seconds(10))
+            try await waitUntilSubscribed(client, probeTopic: "\(prefix)/probe", collector: collector)
+
+            let publisher = try MQTTClient(configuration: configuration(stack)) { _ in }
+            defer { publisher.stop() }
+            try publisher.start()
+            try await publisher.waitUntilConnected(timeout: .seconds(10))
+            try await publisher.publishAcknowledged(crashTopic, payload: [9], qos: 1)
+            #expect(await eventually(timeout: .seconds(15)) { deliveries.value >= 2 })
+            #expect(crashed.value)
+            #expect(collector.messages(on: crashTopic).map(\.payload) == [[9], [9]])
+        }
+    }
+
     @Test func unknownHostReportsTheLookupError() async throws {
         var badConfiguration = MQTTConfiguration(clientID: TestStack.uniqueName("dns"))
         badConfiguration.host = "no-such-host.invalid"
