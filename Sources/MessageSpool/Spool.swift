@@ -111,6 +111,9 @@ public final class Spool: Sendable {
         var cursor: SpoolPosition
         /// The consumer's open segment.
         var readFile: (segment: UInt64, file: SpoolFile)?
+        /// What the consumer reads a chunk into, kept from read to read (a fresh megabyte each time was
+        /// zero-filled and page-faulted in: 9 % of outletd's CPU draining a backlog).
+        var readBuffer: [UInt8] = []
         var intakeStopped = false
         var limitLifted = false
         var closed = false
@@ -440,10 +443,12 @@ public final class Spool: Sendable {
         var position = state.cursor.offset
         while records.count < maxRecords && position < segment.size {
             let want = Int(min(segment.size - position, Int64(Self.readChunkBytes)))
-            var chunk = try file.read(count: want, at: position)
+            var read = try file.read(count: want, at: position, into: &state.readBuffer)
             var used = 0
             parsing: while records.count < maxRecords {
-                let decoded = chunk.withUnsafeBytes { SpoolFraming.decode($0, at: used) }
+                let decoded = state.readBuffer.withUnsafeBytes { buffer in
+                    SpoolFraming.decode(UnsafeRawBufferPointer(rebasing: buffer[..<read]), at: used)
+                }
                 switch decoded {
                 case .record(let message, let tag, let length):
                     used += length
@@ -454,7 +459,7 @@ public final class Spool: Sendable {
                 case .incomplete(let length):
                     if used > 0 || position + Int64(length) > segment.size { break parsing }
                     // One record larger than a chunk: read it whole.
-                    chunk = try file.read(count: length, at: position)
+                    read = try file.read(count: length, at: position, into: &state.readBuffer)
                 case .corrupt(let reason):
                     // Verified at open and written by us since: only a failing disk gets here.
                     logger.error(

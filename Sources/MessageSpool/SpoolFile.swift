@@ -62,6 +62,27 @@ final class SpoolFile: Sendable {
         return bytes
     }
 
+    /// Reads up to `count` bytes at `offset` into the start of `buffer` (grown to `count` when smaller; its
+    /// bytes past what was read are left as they were); returns how many were read (fewer at the end of the
+    /// file). The consumer reads every chunk into the same buffer: no allocation, no zero-filling.
+    func read(count: Int, at offset: Int64, into buffer: inout [UInt8]) throws(SpoolError) -> Int {
+        if buffer.count < count { buffer = [UInt8](repeating: 0, count: count) }
+        var done = 0
+        while done < count {
+            let result = buffer.withUnsafeMutableBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }
+                return pread(descriptor, base + done, count - done, off_t(offset) + off_t(done))
+            }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw SpoolError.system("read \(path)")
+            }
+            if result == 0 { break }
+            done += result
+        }
+        return done
+    }
+
     func truncate(to length: Int64) throws(SpoolError) {
         guard ftruncate(descriptor, off_t(length)) == 0 else { throw SpoolError.system("truncate \(path)") }
     }
