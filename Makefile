@@ -32,9 +32,10 @@ chaos: deps
 chaos-short: deps
 	scripts/chaos --short
 
-## make bench: end-to-end throughput of outletd against the broker and database ceilings and two
-## Python ingesters (a few minutes; docs/PERFORMANCE.md). BENCH_SECONDS=60 for outletd's full-rate run,
-## SIDE_SECONDS=20 for the others. make bench-soak: RSS over SOAK_SECONDS=600 at SOAK_RATE=1000/s.
+## make bench: outletd, mosquitto_sub (B), one COPY (D) and two Python ingesters drain the same QoS 1
+## backlog (READINGS=1000000), durable; then live latency at H/2 (docs/PERFORMANCE.md; about 5 min,
+## longer with the one-INSERT peer: NAIVE_READINGS=100000). make bench-soak: RSS over SOAK_SECONDS=600
+## at SOAK_RATE=1000/s.
 bench: deps
 	Benchmarks/throughput.sh
 
