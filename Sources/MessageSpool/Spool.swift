@@ -221,18 +221,28 @@ public final class Spool: Sendable {
     /// after ``close()``: the messages from the first one not written on were not stored.
     @discardableResult
     public func append(contentsOf messages: [(message: RawMessage, tag: [UInt8])]) -> Bool {
-        let records = messages.map { SpoolFraming.encode($0.message, tag: $0.tag) }
+        // The records one after another in one buffer; `ends[i]` is where record i ends.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(messages.reduce(0) { $0 + SpoolFraming.length(of: $1.message, tag: $1.tag) })
+        var ends: [Int] = []
+        ends.reserveCapacity(messages.count)
+        for (message, tag) in messages {
+            SpoolFraming.encode(message, tag: tag, into: &bytes)
+            ends.append(bytes.count)
+        }
         var next = 0
-        while next < records.count {
-            guard let written = appendChunk(records[next...]) else { return false }
+        while next < ends.count {
+            guard let written = appendChunk(bytes, ends: ends, from: next) else { return false }
             next += written
         }
         return true
     }
 
-    /// Writes the longest run of `records` (at least one) that fits the active segment, rolling over to a new
-    /// segment first when not even the first fits; returns how many were written, nil after ``close()``.
-    private func appendChunk(_ records: ArraySlice<[UInt8]>) -> Int? {
+    /// Writes the longest run of the records from `first` on (at least one) that fits the active segment,
+    /// rolling over to a new segment first when not even the first fits; returns how many were written, nil
+    /// after ``close()``. Record i is `bytes[ends[i - 1]..<ends[i]]`.
+    private func appendChunk(_ bytes: [UInt8], ends: [Int], from first: Int) -> Int? {
+        let start = first == 0 ? 0 : ends[first - 1]
         let (maxBytes, segmentBytes) = (settings.maxBytes, settings.segmentBytes)
         enum Outcome {
             case stored(records: Int, resumed: Bool)
@@ -240,7 +250,7 @@ public final class Spool: Sendable {
             /// Not stored yet: report `problem` (once) and wait a second (or for space) before trying again.
             case paused(problem: String, metadata: Logger.Metadata)
         }
-        let firstLength = Int64(records[records.startIndex].count)
+        let firstLength = Int64(ends[first] - start)
         while true {
             // While a reported "full" lasts, wait for a commit to free space (or a second).
             let outcome: Outcome = state.wait(
@@ -270,18 +280,16 @@ public final class Spool: Sendable {
                 // following one while the segment has room and the spool is not full.
                 var count = 0
                 var length: Int64 = 0
-                for record in records {
-                    let total = length + Int64(record.count)
+                for end in ends[first...] {
+                    let total = Int64(end - start)
                     if count > 0 && (offset + total > segmentBytes || state.isFull(adding: total, maxBytes: maxBytes)) {
                         break
                     }
                     count += 1
                     length = total
                 }
-                let run = records.prefix(count)
-                let bytes = count == 1 ? run[run.startIndex] : Array(run.joined())
                 do throws(SpoolError) {
-                    try state.activeFile.write(bytes, at: offset)
+                    try state.activeFile.write(bytes[start..<start + Int(length)], at: offset)
                     if settings.fsync == .always { try state.activeFile.sync() }
                     state.unsyncedBytes = true
                 } catch {

@@ -28,6 +28,10 @@ final class SpoolFile: Sendable {
 
     /// Writes all of `bytes` at `offset` (retrying short writes and EINTR).
     func write(_ bytes: [UInt8], at offset: Int64) throws(SpoolError) {
+        try write(bytes[...], at: offset)
+    }
+
+    func write(_ bytes: ArraySlice<UInt8>, at offset: Int64) throws(SpoolError) {
         var written = 0
         while written < bytes.count {
             let result = bytes.withUnsafeBytes { buffer -> Int in

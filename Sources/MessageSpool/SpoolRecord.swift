@@ -74,11 +74,25 @@ enum SpoolFraming {
 
     /// The bytes of one record (a tag longer than 255 bytes is cut).
     static func encode(_ message: RawMessage, tag: [UInt8] = []) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(length(of: message, tag: tag))
+        encode(message, tag: tag, into: &bytes)
+        return bytes
+    }
+
+    /// How many bytes `encode` makes of `message` and `tag`.
+    static func length(of message: RawMessage, tag: [UInt8]) -> Int {
+        headerBytes + fixedBodyBytes + min(message.topic.utf8.count, Int(UInt16.max)) + min(tag.count, Int(UInt8.max))
+            + message.payload.count
+    }
+
+    /// Appends the bytes of one record to `bytes` (the records of a read go into one buffer, written at once;
+    /// reserve their ``length(of:tag:)`` first).
+    static func encode(_ message: RawMessage, tag: [UInt8] = [], into bytes: inout [UInt8]) {
         let topicLength = min(message.topic.utf8.count, Int(UInt16.max))
         let tagLength = min(tag.count, Int(UInt8.max))
         let bodyLength = fixedBodyBytes + topicLength + tagLength + message.payload.count
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(headerBytes + bodyLength)
+        let start = bytes.count
         bytes += magic
         append(UInt32(bodyLength), to: &bytes)
         append(UInt32(0), to: &bytes)  // the checksum, filled in below
@@ -88,13 +102,13 @@ enum SpoolFraming {
         bytes += message.topic.utf8.prefix(topicLength)
         bytes += tag.prefix(tagLength)
         bytes += message.payload
-        bytes.withUnsafeMutableBytes { buffer in
+        bytes.withUnsafeMutableBytes { whole in
+            let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[start...])
             let crc = CRC32C.update(
                 CRC32C.update(0, UnsafeRawBufferPointer(rebasing: buffer[0..<8])),
                 UnsafeRawBufferPointer(rebasing: buffer[headerBytes...]))
             buffer.storeBytes(of: crc.littleEndian, toByteOffset: 8, as: UInt32.self)
         }
-        return bytes
     }
 
     /// What `decode` found at an offset.

@@ -62,9 +62,9 @@ extension MessageRoute {
         func byte(_ value: UInt8) { bytes.append(value) }
         func number(_ value: Int) { withUnsafeBytes(of: Int32(truncatingIfNeeded: value).littleEndian) { bytes += $0 } }
         func text(_ value: String) {
-            let utf8 = Array(value.utf8.prefix(Int(UInt16.max)))
-            withUnsafeBytes(of: UInt16(utf8.count).littleEndian) { bytes += $0 }
-            bytes += utf8
+            let length = min(value.utf8.count, Int(UInt16.max))
+            withUnsafeBytes(of: UInt16(length).littleEndian) { bytes += $0 }
+            bytes += value.utf8.prefix(length)
         }
         switch self {
         case .native(let kind, let code):
