@@ -108,7 +108,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Commands", "Config", "Ingest", "MessageSpool", "MQTT", "Observability", "Postgres",
+                "Commands", "Config", "Ingest", "MessageSpool", "MQTT", "Observability", "OwnerApp", "Postgres",
                 "Routing", "Runtime", "Storage", "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
@@ -146,6 +146,7 @@ let package = Package(
             dependencies: [
                 "Commands", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability", "OwnerApp",
                 "Postgres", "Routing", "Runtime", "Storage", "Telemetry", "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
             ]),
     ],
     swiftLanguageModes: [.v6]
