@@ -146,7 +146,7 @@ let package = Package(
             dependencies: [
                 "Commands", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability", "OwnerApp",
                 "Postgres", "Routing", "Runtime", "Storage", "Telemetry", "TestSupport",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Yams", package: "Yams"),
             ]),
     ],
     swiftLanguageModes: [.v6]

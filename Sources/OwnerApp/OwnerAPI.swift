@@ -20,14 +20,6 @@ public struct OwnerAPI: Sendable {
 
     let database: OwnerDatabase
 
-    /// Every route, as `METHOD path` with `{parameter}`s: what the server registers (the OpenAPI test compares it
-    /// with openapi/outletd-app.yaml).
-    public static let routes = [
-        "POST /api/v1/login", "POST /api/v1/logout", "GET /api/v1/outlets", "POST /api/v1/outlets",
-        "GET /api/v1/outlets/{code}", "PATCH /api/v1/outlets/{code}", "DELETE /api/v1/outlets/{code}",
-        "GET /api/v1/outlets/{code}/hourly", "PUT /api/v1/outlets/{code}/state", "GET /api/v1/commands/{id}",
-    ]
-
     public init(database: OwnerDatabase, sessionLifetimeSeconds: Double) {
         self.database = database
         self.sessionLifetimeSeconds = sessionLifetimeSeconds

@@ -21,14 +21,20 @@ public struct OwnerAppServer: Service {
         database = OwnerDatabase(
             connectionString: configuration.database.url,
             reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds, logger: logger)
-        let router = Router(context: OwnerRequestContext.self)
-        router.add(middleware: LogRequestsMiddleware(.debug))
-        OwnerAPI(database: database, sessionLifetimeSeconds: configuration.app.sessionLifetimeHours * 3_600)
-            .register(on: router)
+        let router = Self.router(
+            database: database, sessionLifetimeSeconds: configuration.app.sessionLifetimeHours * 3_600)
         application = Application(
             router: router, configuration: .init(address: .hostname(host, port: port), serverName: "outletd-app"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger)
+    }
+
+    /// Every route of the app: the API and the page.
+    public static func router(database: OwnerDatabase, sessionLifetimeSeconds: Double) -> Router<OwnerRequestContext> {
+        let router = Router(context: OwnerRequestContext.self)
+        router.add(middleware: LogRequestsMiddleware(.debug))
+        OwnerAPI(database: database, sessionLifetimeSeconds: sessionLifetimeSeconds).register(on: router)
+        return router
     }
 
     public func run() async throws {
