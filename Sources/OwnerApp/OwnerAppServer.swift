@@ -34,6 +34,7 @@ public struct OwnerAppServer: Service {
         let router = Router(context: OwnerRequestContext.self)
         router.add(middleware: LogRequestsMiddleware(.debug))
         OwnerAPI(database: database, sessionLifetimeSeconds: sessionLifetimeSeconds).register(on: router)
+        OwnerPage.register(on: router)
         return router
     }
 

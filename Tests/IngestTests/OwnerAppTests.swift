@@ -412,6 +412,31 @@ import Yams
         }
     }
 
+    // MARK: The page
+
+    @Test func thePageIsServedFromTheBinaryAndFetchesNothingFromElsewhere() async throws {
+        try await Self.withApp { app in
+            let page = try await app.send("GET", "/")
+            #expect(page.status == 200)
+            #expect(page.headers.lowercased().contains("content-type: text/html"))
+            #expect(page.headers.lowercased().contains("content-security-policy: default-src 'self'"))
+            for id in ["login-username", "login-password", "add-code", "add-name", "add-description", "chart-date"] {
+                #expect(page.body.contains(#"<label for="\#(id)""#), "no label for \(id)")
+            }
+            let script = try await app.send("GET", "/app.js")
+            #expect(script.status == 200)
+            #expect(script.body.contains("pt-BR"))
+            #expect(script.body.contains("/api/v1"))
+            let style = try await app.send("GET", "/app.css")
+            #expect(style.status == 200)
+            // Nothing from another origin: the only absolute URL is the SVG namespace.
+            for file in [page.body, script.body, style.body] {
+                let urls = file.components(separatedBy: "http").dropFirst().map { "http" + $0.prefix(30) }
+                #expect(urls.allSatisfy { $0.hasPrefix("http://www.w3.org/2000/svg") }, "\(urls)")
+            }
+        }
+    }
+
     // MARK: The OpenAPI document
 
     /// `METHOD /path` of every API route the server registers (the page's routes aside).
