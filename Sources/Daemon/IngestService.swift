@@ -31,16 +31,9 @@ public final class IngestService: Service, Sendable {
         public var description: String
     }
 
-    /// Told the port the owners' app listens on once it does (tests bind port 0).
-    private let appServerRunning: @Sendable (Int) -> Void
-
-    public init(
-        configuration: OutletdConfiguration, logger: Logger,
-        appServerRunning: @escaping @Sendable (Int) -> Void = { _ in }
-    ) {
+    public init(configuration: OutletdConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        self.appServerRunning = appServerRunning
     }
 
     /// The topic filters outletd subscribes to (all QoS 1). Telemetry goes through the shared subscription
@@ -176,9 +169,7 @@ public final class IngestService: Service, Sendable {
         // The owners' app (app.listen): after the relay it hands switch requests to, stopped before it.
         if !configuration.app.listen.isEmpty {
             services.append(
-                try OwnerAppServer(
-                    listen: configuration.app.listen, configuration: configuration, logger: logger,
-                    onServerRunning: { [appServerRunning] port in appServerRunning(port) }))
+                try OwnerAppServer(listen: configuration.app.listen, configuration: configuration, logger: logger))
         }
         services.append(intake)
         let group = ServiceGroup(

@@ -41,6 +41,9 @@ public struct OwnerAppServer: Service {
     public func run() async throws {
         database.start()
         do {
+            // The decoy hash an unknown user name is checked against, made now (on a database thread), so the
+            // first such login takes no longer than any other.
+            _ = try await database.run { _ in PasswordHasher.decoy }
             try await application.run()
         } catch {
             await database.stop()

@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import Logging
 import Postgres
 import Runtime
@@ -20,9 +21,15 @@ public final class OwnerDatabase: Sendable {
         var closed = false
     }
 
-    /// Why a query did not run.
-    public struct Unavailable: Error, CustomStringConvertible {
+    /// Why a query did not run: the app answers 503.
+    public struct Unavailable: Error, CustomStringConvertible, HTTPResponseError {
         public var description: String
+        public var status: HTTPResponse.Status { .serviceUnavailable }
+
+        public func response(from request: Request, context: some RequestContext) throws -> Response {
+            try HTTPError(.serviceUnavailable, headers: [.retryAfter: "5"], message: description)
+                .response(from: request, context: context)
+        }
     }
 
     /// A query not taken by a worker within this is failed (the database is down), seconds.

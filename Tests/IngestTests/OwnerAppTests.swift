@@ -412,6 +412,89 @@ import Yams
         }
     }
 
+    // MARK: In the daemon
+
+    /// The app as the daemon runs it (a Service of its group, on `app.listen`), and a switch made in it carried to a
+    /// real outlet over MQTT and confirmed by its state report.
+    @Test func theDaemonServesTheAppAndTheOutletConfirmsASwitchMadeInIt() async throws {
+        let url = try Harness.migratedDatabase()
+        var configuration = try Harness.configuration(databaseURL: url)
+        let port = try freePort()
+        configuration.app.listen = "127.0.0.1:\(port)"
+        try Harness.register(["kit-1"], databaseURL: url)
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try OwnerStore(connection: connection).addUser(name: "ana", passwordHash: PasswordHasher.hash("ana-password-1"))
+        let outlet = try SimulatedOutlet(code: "kit-1", prefix: configuration.mqtt.topicPrefix)
+        defer { outlet.stop() }
+        try await outlet.publish("state", "on")
+        try await Harness.withService(configuration) { _ in
+            let app = App(url: url, port: port)
+            try await Harness.waitUntil(timeout: 20, "the app listening") {
+                HTTPProbe.get(port: port, path: "/")?.status == 200
+            }
+            let token = try await app.login("ana")
+            #expect(
+                try await app.send("POST", "/api/v1/outlets", token: token, body: #"{"code":"kit-1","name":"Fridge"}"#)
+                    .status == 201)
+            let request = try await app.send(
+                "PUT", "/api/v1/outlets/kit-1/state", token: token, body: #"{"state":"off"}"#)
+            #expect(request.status == 202)
+            guard case .number(let id)? = request.json?["command_id"] else { throw HarnessError(request.body) }
+            var status = ""
+            let deadline = Date().addingTimeInterval(15)
+            while Date() < deadline {
+                let command = try await app.send("GET", "/api/v1/commands/\(Int64(id))", token: token)
+                if case .string(let text)? = command.json?["status"] { status = text }
+                if CommandStatus(rawValue: status)?.isFinal == true { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(status == "confirmed")
+            #expect(outlet.commands.value.map(\.state) == [.off])
+            let detail = try await app.send("GET", "/api/v1/outlets/kit-1", token: token)
+            #expect(detail.json?["state"] == .string("off"))
+        }
+    }
+
+    /// `outletd user …` as an operator runs it: the password from standard input, only a bcrypt hash stored, never
+    /// printed; disabling and a new password end the user's sessions.
+    @Test func userCommandsStoreOnlyAHashAndEndSessions() async throws {
+        let url = try Harness.migratedDatabase()
+        let outletd = try OutletdProcess.executable()
+        let environment = ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""]
+        func run(_ command: String) throws -> String {
+            try TestStack.run(["/bin/sh", "-c", command], environment: environment)
+        }
+        let added = try run("printf 'first-password\\n' | '\(outletd)' user add carla --password-stdin")
+        #expect(added.contains("added user carla"))
+        #expect(!added.contains("first-password"))
+        let hash = try Harness.scalar(url, "SELECT password_hash FROM app_users WHERE name = 'carla'")
+        #expect(hash.hasPrefix("$2b$12$"))
+        #expect(PasswordHasher.verify("first-password", hash: hash))
+        #expect(throws: (any Error).self) { try run("printf 'short\\n' | '\(outletd)' user add dora --password-stdin") }
+        #expect(throws: (any Error).self) {
+            try run("printf 'another-one\\n' | '\(outletd)' user add carla --password-stdin")
+        }
+
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        let store = OwnerStore(connection: connection)
+        let carla = try #require(try store.credentials(name: "carla"))
+        _ = try store.createSession(userID: carla.id, token: "token-1", lifetimeSeconds: 600)
+        #expect(try store.session(token: "token-1") != nil)
+        let list = try run("'\(outletd)' user list")
+        #expect(list.contains("carla") && list.contains("enabled") && !list.contains("$2b$"))
+        _ = try run("printf 'second-password\\n' | '\(outletd)' user passwd carla --password-stdin")
+        #expect(try store.session(token: "token-1") == nil)
+        let newHash = try Harness.scalar(url, "SELECT password_hash FROM app_users WHERE name = 'carla'")
+        #expect(PasswordHasher.verify("second-password", hash: newHash))
+        _ = try store.createSession(userID: carla.id, token: "token-2", lifetimeSeconds: 600)
+        _ = try run("'\(outletd)' user disable carla")
+        #expect(try store.session(token: "token-2") == nil)
+        #expect(try store.credentials(name: "carla")?.disabled == true)
+        #expect(throws: (any Error).self) { try run("'\(outletd)' user disable nobody") }
+    }
+
     // MARK: The page
 
     @Test func thePageIsServedFromTheBinaryAndFetchesNothingFromElsewhere() async throws {

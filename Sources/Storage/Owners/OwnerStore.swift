@@ -191,8 +191,14 @@ public struct OwnerStore {
         try connection.execute("DELETE FROM app_login_failures WHERE user_name = $1", [userName])
     }
 
-    /// Stores a session for `token` (as its SHA-256) lasting `lifetimeSeconds`; returns when it expires.
+    /// Stores a session for `token` (as its SHA-256) lasting `lifetimeSeconds`; returns when it expires. The user's
+    /// ended sessions (expired or revoked) are deleted meanwhile, so the table holds what can still be used.
     public func createSession(userID: Int64, token: String, lifetimeSeconds: Double) throws -> Date {
+        try connection.execute(
+            """
+            DELETE FROM app_sessions
+            WHERE user_id = $1 AND (revoked_at IS NOT NULL OR expires_at <= clock_timestamp())
+            """, [userID])
         let result = try connection.execute(
             """
             INSERT INTO app_sessions (user_id, token_hash, expires_at)
