@@ -67,9 +67,24 @@ extension OwnerPage {
           <p id="switch-status" role="status" aria-live="polite"></p>
           <div class="buttons">
             <button type="button" id="open-chart" data-t="chart">Chart</button>
+            <button type="button" id="detail-edit" data-t="edit">Edit</button>
             <button type="button" id="detail-back" data-t="back">Back</button>
             <button type="button" id="detail-release" data-t="release">Remove from my outlets</button>
           </div>
+        </section>
+        <section id="screen-edit" hidden>
+          <h2 data-t="edit">Edit</h2>
+          <form id="edit-form">
+            <label for="edit-name" data-t="name">Name</label>
+            <input id="edit-name" name="name" required maxlength="100">
+            <label for="edit-description" data-t="description">Description</label>
+            <input id="edit-description" name="description" maxlength="500">
+            <p class="error" id="edit-error" role="alert"></p>
+            <div class="buttons">
+              <button type="submit" id="edit-save" data-t="save">Save</button>
+              <button type="button" id="edit-cancel" data-t="cancel">Cancel</button>
+            </div>
+          </form>
         </section>
         <section id="screen-chart" hidden>
           <h2><span data-t="chartTitle">Power by hour</span> – <span id="chart-name"></span></h2>

@@ -10,7 +10,7 @@ extension OwnerPage {
               addOutlet: "Add outlet", code: "Code printed on the outlet", name: "Name", description: "Description",
               save: "Save", cancel: "Cancel", codeShort: "Code", power: "Power now", average: "Average today",
               peak: "Peak today", energy: "Energy today", state: "State", turnOn: "Turn on", turnOff: "Turn off",
-              chart: "Chart", back: "Back", release: "Remove from my outlets", chartTitle: "Power by hour", day: "Day",
+              chart: "Chart", edit: "Edit", back: "Back", release: "Remove from my outlets", chartTitle: "Power by hour", day: "Day",
               on: "on", off: "off", unknown: "unknown", online: "online", offline: "offline",
               wrongLogin: "Wrong user name or password.", tooMany: "Too many failed logins. Try again later.",
               unknownCode: "No outlet with this code is available.", failed: "Something went wrong: ",
@@ -26,7 +26,7 @@ extension OwnerPage {
               addOutlet: "Adicionar tomada", code: "Código impresso na tomada", name: "Nome", description: "Descrição",
               save: "Salvar", cancel: "Cancelar", codeShort: "Código", power: "Potência agora", average: "Média de hoje",
               peak: "Pico de hoje", energy: "Energia de hoje", state: "Estado", turnOn: "Ligar", turnOff: "Desligar",
-              chart: "Gráfico", back: "Voltar", release: "Remover das minhas tomadas", chartTitle: "Potência por hora",
+              chart: "Gráfico", edit: "Editar", back: "Voltar", release: "Remover das minhas tomadas", chartTitle: "Potência por hora",
               day: "Dia", on: "ligada", off: "desligada", unknown: "desconhecido", online: "conectada",
               offline: "desconectada", wrongLogin: "Usuário ou senha incorretos.",
               tooMany: "Muitas tentativas. Tente novamente mais tarde.",
@@ -86,7 +86,7 @@ extension OwnerPage {
           }
 
           function show(screen) {
-            var names = ["login", "outlets", "add", "detail", "chart"];
+            var names = ["login", "outlets", "add", "detail", "edit", "chart"];
             for (var i = 0; i < names.length; i++) $("screen-" + names[i]).hidden = names[i] !== screen;
             $("logout").hidden = screen === "login";
             state.screen = screen;
@@ -302,6 +302,20 @@ extension OwnerPage {
             $("detail-back").addEventListener("click", function () { $("switch-status").textContent = ""; show("outlets"); });
             $("open-chart").addEventListener("click", function () { $("chart-date").value = ""; show("chart"); });
             $("chart-back").addEventListener("click", function () { show("detail"); });
+            $("detail-edit").addEventListener("click", function () {
+              $("edit-name").value = state.outlet ? state.outlet.name : "";
+              $("edit-description").value = state.outlet ? state.outlet.description : "";
+              $("edit-error").textContent = "";
+              show("edit");
+            });
+            $("edit-cancel").addEventListener("click", function () { show("detail"); });
+            $("edit-form").addEventListener("submit", function (event) {
+              event.preventDefault();
+              api("PATCH", "/outlets/" + encodeURIComponent(state.code),
+                  { name: $("edit-name").value, description: $("edit-description").value })
+                .then(function () { show("detail"); })
+                .catch(function (error) { $("edit-error").textContent = t.failed + error.message; });
+            });
             $("chart-date").addEventListener("change", loadChart);
             $("chart-date").max = today();
             $("detail-release").addEventListener("click", function () {
