@@ -52,19 +52,21 @@ public struct OwnerAPI: Sendable {
         let address = context.remoteAddress?.ipAddress ?? "unknown"
         let api = self
         let outcome = try await database.run { store -> LoginOutcome in
+            // The attempt counts as failed until the password matched, so that attempts made at the same time
+            // each see the others: together they cannot get past the limit.
+            let attempt = try store.recordLoginFailure(userName: userName, address: address)
             let failures = try store.loginFailures(
                 userName: userName, address: address, windowSeconds: api.loginWindowSeconds)
-            guard failures.user < api.maxFailuresPerUser, failures.address < api.maxFailuresPerAddress else {
+            guard failures.user <= api.maxFailuresPerUser, failures.address <= api.maxFailuresPerAddress else {
+                // Refused unheard: it does not count, or hammering would keep the name locked for ever.
+                try store.forgetLoginFailure(attempt)
                 return .rateLimited
             }
             let credentials = try store.credentials(name: userName)
             // An unknown or disabled user costs the same bcrypt as a wrong password: the answer and its time
             // tell nothing about which names exist.
             let matches = PasswordHasher.verify(password, hash: credentials?.passwordHash ?? PasswordHasher.decoy)
-            guard let credentials, matches, !credentials.disabled else {
-                try store.recordLoginFailure(userName: userName, address: address)
-                return .refused
-            }
+            guard let credentials, matches, !credentials.disabled else { return .refused }
             try store.clearLoginFailures(userName: userName)
             let token = SessionToken.make()
             let expiresAt = try store.createSession(

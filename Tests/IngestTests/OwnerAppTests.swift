@@ -156,6 +156,24 @@ import Yams
         }
     }
 
+    @Test func concurrentFailedLoginsCannotGetPastTheLimit() async throws {
+        try await Self.withApp { app in
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<12 {
+                    group.addTask {
+                        try await app.send("POST", "/api/v1/login", body: #"{"username":"ana","password":"guess"}"#)
+                            .status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.count == 12)
+            #expect(statuses.filter { $0 == 401 }.count <= 5, "\(statuses)")
+            #expect(statuses.filter { $0 == 429 }.count >= 7, "\(statuses)")
+            #expect(try Int(app.sql("SELECT count(*) FROM app_login_failures WHERE user_name = 'ana'")) ?? 99 <= 5)
+        }
+    }
+
     @Test func badBodiesAreRefusedNamingTheField() async throws {
         try await Self.withApp { app in
             let token = try await app.login("ana")

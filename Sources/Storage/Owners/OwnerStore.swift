@@ -180,10 +180,18 @@ public struct OwnerStore {
             user: try result.int(row: 0, column: 0) ?? 0, address: try result.int(row: 0, column: 1) ?? 0)
     }
 
-    /// Records a failed login of `userName` (existing or not) from `address`.
-    public func recordLoginFailure(userName: String, address: String) throws {
-        try connection.execute(
-            "INSERT INTO app_login_failures (user_name, address) VALUES ($1, $2)", [userName, address])
+    /// Records a failed login of `userName` (existing or not) from `address`; returns the record's id.
+    @discardableResult
+    public func recordLoginFailure(userName: String, address: String) throws -> Int64 {
+        let result = try connection.execute(
+            "INSERT INTO app_login_failures (user_name, address) VALUES ($1, $2) RETURNING id", [userName, address])
+        guard let id = try result.int64(row: 0, column: 0) else { throw DeviceStoreError(message: "no failure id") }
+        return id
+    }
+
+    /// Deletes the record of one failed login.
+    public func forgetLoginFailure(_ id: Int64) throws {
+        try connection.execute("DELETE FROM app_login_failures WHERE id = $1", [id])
     }
 
     /// Forgets the failed logins of `userName` (after a successful one).
