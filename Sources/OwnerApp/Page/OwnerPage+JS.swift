@@ -17,6 +17,7 @@ extension OwnerPage {
               pending: "Sending… (pending)", confirmed: "Confirmed: the outlet is ", timezone: "Time zone: ",
               hoursWithData: " hours with data", noData: "no data", updated: "Updated ", sessionEnded: "Your session ended.",
               commandFailed: "Not done: ", releaseConfirm: "Remove this outlet from your list?",
+              heldOffline: "the outlet is offline; it is sent when the outlet is back",
               statuses: { queued: "pending", sent: "sent, waiting for the outlet", confirmed: "confirmed",
                           timed_out: "timed out", rejected: "rejected", expired: "expired", superseded: "superseded" }
             },
@@ -35,6 +36,7 @@ extension OwnerPage {
               hoursWithData: " horas com dados", noData: "sem dados", updated: "Atualizado ",
               sessionEnded: "Sua sessão terminou.", commandFailed: "Não realizado: ",
               releaseConfirm: "Remover esta tomada da sua lista?",
+              heldOffline: "a tomada está desconectada; o comando será enviado quando ela voltar",
               statuses: { queued: "pendente", sent: "enviado, aguardando a tomada", confirmed: "confirmado",
                           timed_out: "sem resposta", rejected: "recusado", expired: "expirado", superseded: "substituído" }
             }
@@ -177,7 +179,8 @@ extension OwnerPage {
             if (state.commandTimer) { clearTimeout(state.commandTimer); state.commandTimer = null; }
             if (finished.indexOf(command.status) < 0) {
               status.className = "pending";
-              status.textContent = t.pending + " – " + (t.statuses[command.status] || command.status);
+              var held = command.status === "queued" && state.outlet && state.outlet.online === false;
+              status.textContent = t.pending + " – " + (held ? t.heldOffline : (t.statuses[command.status] || command.status));
               state.commandTimer = setTimeout(function () {
                 api("GET", "/commands/" + command.command_id).then(followCommand).catch(function (error) {
                   status.className = "failed";
