@@ -335,7 +335,10 @@ import Yams
                     .status == 201)
             let connection = try PostgresConnection(connectionString: app.url)
             defer { connection.close() }
-            _ = try connection.execute("UPDATE devices SET time_zone = 'America/Fortaleza' WHERE code = 'kit-1'")
+            #expect(throws: DeviceStoreError.self) {
+                try DeviceStore(connection: connection).setTimeZone("kit-1", "Mars/Olympus")
+            }
+            try DeviceStore(connection: connection).setTimeZone("kit-1", "America/Fortaleza")
             let deviceID = try #require(try DeviceStore(connection: connection).find("kit-1")?.id)
             // 100 W from 13:00 to 14:00 UTC and 300 W from 14:00 to 14:59:50 UTC, a reading every 10 s: local
             // (UTC−3) hours 10 and 11 of 2026-06-01. Hour 10's last segment ramps from 100 to 300 W (trapezoid).
