@@ -392,6 +392,25 @@ import Yams
         }
     }
 
+    @Test func aDayAcrossADaylightSavingChangeHasItsOwnNumberOfHours() async throws {
+        try await Self.withApp { app in
+            let ana = try await app.login("ana")
+            #expect(
+                try await app.send("POST", "/api/v1/outlets", token: ana, body: #"{"code":"kit-1","name":"Lamp"}"#)
+                    .status == 201)
+            let connection = try PostgresConnection(connectionString: app.url)
+            defer { connection.close() }
+            try DeviceStore(connection: connection).setTimeZone("kit-1", "Europe/Berlin")
+            for (date, hours) in [
+                ("2026-03-29", [0, 1] + Array(3..<24)), ("2026-10-25", [0, 1, 2, 2] + Array(3..<24)),
+            ] {
+                let day = try await app.send("GET", "/api/v1/outlets/kit-1/hourly?date=\(date)", token: ana)
+                guard case .array(let list)? = day.json?["hours"] else { throw HarnessError(day.body) }
+                #expect(list.map { $0["hour"]?.numberValue().map(Int.init) } == hours.map { $0 }, "\(date)")
+            }
+        }
+    }
+
     @Test func switchingGoesThroughTheCommandLifecycle() async throws {
         try await Self.withApp { app in
             let ana = try await app.login("ana")
