@@ -1,7 +1,7 @@
 # outletd — the two commands of README.md, and the pieces behind them.
 SWIFT ?= swift
 
-.PHONY: run test deps build sql lint format fuzz clean chaos chaos-short bench bench-soak scale-test
+.PHONY: run test deps build sql lint format fuzz clean chaos chaos-short bench bench-soak scale-test browser-test
 
 ## make run: install what is missing, start a throwaway mosquitto + PostgreSQL, outletd and
 ## simulated outlets, and show the per-outlet summary updating (Ctrl-C stops everything).
@@ -15,9 +15,15 @@ test: deps lint
 	# One test at a time: several tests time real daemons, and on a 2-core machine parallel
 	# tests that block Swift's cooperative pool (libpq, process start-up) would starve them.
 	$(SWIFT) test --no-parallel
+	scripts/browser-test
 	scripts/check-systemd
 	scripts/fuzz 30
 	scripts/chaos --short
+
+## make browser-test: the owners' page in headless Chromium against a throwaway stack (about a minute):
+## log in, claim, see power, switch off and see it confirmed, count the chart's hours with data.
+browser-test: deps
+	scripts/browser-test
 
 ## make fuzz: every libFuzzer target for FUZZ_SECONDS each (default 600).
 FUZZ_SECONDS ?= 600

@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
     ],
     targets: [
         // C libraries, reached through system library targets.
@@ -92,19 +93,30 @@ let package = Package(
                 "Config", "MQTT", "Observability", "Postgres", "Routing", "Runtime", "Storage", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // The owner's app: accounts, sessions, the JSON API and the page, on its own listener (app.listen).
+        .target(
+            name: "OwnerApp",
+            dependencies: [
+                "Config", "Postgres", "Runtime", "Storage", "Telemetry",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         // The composition root: every part as a Service of one ServiceGroup.
         .target(
             name: "Daemon",
             dependencies: [
-                "Commands", "Config", "Ingest", "MessageSpool", "MQTT", "Observability", "Postgres",
+                "Commands", "Config", "Ingest", "MessageSpool", "MQTT", "Observability", "OwnerApp", "Postgres",
                 "Routing", "Runtime", "Storage", "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         .executableTarget(
             name: "outletd",
             dependencies: [
-                "CMalloc", "Commands", "Config", "Daemon", "Observability", "MQTT", "Postgres", "Runtime", "Storage",
-                "Telemetry",
+                "CMalloc", "Commands", "Config", "Daemon", "Observability", "MQTT", "OwnerApp", "Postgres", "Runtime",
+                "Storage", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -132,8 +144,9 @@ let package = Package(
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "Commands", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability", "Postgres",
-                "Routing", "Runtime", "Storage", "Telemetry", "TestSupport",
+                "Commands", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability", "OwnerApp",
+                "Postgres", "Routing", "Runtime", "Storage", "Telemetry", "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Yams", package: "Yams"),
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -284,6 +284,11 @@ extension ConfigurationKey {
         .int(
             "http.ready_max_backlog_messages", \.http.readyMaxBacklogMessages, 1...1_000_000_000,
             "/readyz answers 503 above this backlog"),
+        .string(
+            "app.listen", \.app.listen, "host:port of the owner's app, API and page (empty: off)", nonEmpty: false),
+        .double(
+            "app.session_lifetime_hours", \.app.sessionLifetimeHours, 0.01...8_760, "how long an app login lasts, hours"
+        ),
         .choice("logging.format", \.logging.format, ["text", "json"], "text for people, json for log collectors"),
     ]
 }

@@ -221,6 +221,13 @@ public struct ConfigurationLoader: Sendable {
         require(
             listen.isEmpty || OutletdConfiguration.HTTPSettings.parse(listen: listen) != nil, "http.listen",
             "must be host:port (e.g. 127.0.0.1:9464) or empty")
+        let appListen = configuration.app.listen
+        require(
+            appListen.isEmpty || OutletdConfiguration.HTTPSettings.parse(listen: appListen) != nil, "app.listen",
+            "must be host:port (e.g. 127.0.0.1:8080) or empty")
+        require(
+            appListen.isEmpty || appListen != configuration.http.listen, "app.listen",
+            "must differ from http.listen (metrics stay apart from the app)")
         let prefix = configuration.mqtt.topicPrefix
         require(
             !prefix.contains("+") && !prefix.contains("#") && !prefix.hasPrefix("/") && !prefix.hasSuffix("/"),

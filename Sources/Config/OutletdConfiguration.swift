@@ -21,6 +21,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public var retention = RetentionSettings()
     public var logging = LoggingSettings()
     public var http = HTTPSettings()
+    public var app = AppSettings()
     public var protocols = ProtocolSettings()
 
     public init() {}
@@ -181,6 +182,14 @@ public struct OutletdConfiguration: Sendable, Equatable {
             if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
             return host.isEmpty ? nil : (host, port)
         }
+    }
+
+    /// The owner's app: JSON API and page (README.md, "For outlet owners").
+    public struct AppSettings: Sendable, Equatable {
+        /// `host:port` of the app's API and page; empty (the default) turns it off.
+        public var listen = ""
+        /// How long a login lasts, hours.
+        public var sessionLifetimeHours = 168.0
     }
 
     /// Switching outlets on and off (see docs/COMMANDS.md).

@@ -6,6 +6,7 @@ import Logging
 import MQTT
 import MessageSpool
 import Observability
+import OwnerApp
 import Postgres
 import Routing
 import Runtime
@@ -16,8 +17,8 @@ import Telemetry
 /// The daemon: MQTT intake → durable spool → batch writer → PostgreSQL, plus the registry listener.
 ///
 /// Start order: database (migrations, rollup settings), registry, maintenance (partitions,
-/// retention), spool, writer, command relay, broker. On graceful shutdown (SIGTERM, SIGINT) the
-/// reverse: intake stops first, the writer writes what the spool holds (within
+/// retention), spool, writer, command relay, the owners' app (when `app.listen` is set), broker. On
+/// graceful shutdown (SIGTERM, SIGINT) the reverse: intake stops first, the writer writes what the spool holds (within
 /// `ingest.shutdown_flush_timeout_seconds`; the rest stays in the spool for the next start), then
 /// the listeners and the maintenance task end.
 public final class IngestService: Service, Sendable {
@@ -163,8 +164,14 @@ public final class IngestService: Service, Sendable {
         if let membership { services.append(worker(membership)) }
         services += [
             worker(relay), writer, StatisticsLog(metrics: metrics, logger: logger),
-            Watchdog(notifier: notifier, writer: writer.heartbeat, logger: logger), intake,
+            Watchdog(notifier: notifier, writer: writer.heartbeat, logger: logger),
         ]
+        // The owners' app (app.listen): after the relay it hands switch requests to, stopped before it.
+        if !configuration.app.listen.isEmpty {
+            services.append(
+                try OwnerAppServer(listen: configuration.app.listen, configuration: configuration, logger: logger))
+        }
+        services.append(intake)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: services.map { .init(service: $0) }, logger: logger))

@@ -56,4 +56,6 @@ public enum CommandSource: String, Sendable, CaseIterable {
     case mqtt
     case sql
     case cli
+    /// The owner's app (`PUT /api/v1/outlets/{code}/state`).
+    case app
 }

@@ -13,6 +13,7 @@ struct DeviceCommand: ParsableCommand {
         commandName: "device", abstract: "Register, list, enable, disable and remove outlets.",
         subcommands: [
             Add.self, List.self, Show.self, Enable.self, Disable.self, Remove.self, Pending.self, Approve.self,
+            SetTimeZone.self,
         ])
 
     struct Add: ParsableCommand {
@@ -118,6 +119,20 @@ struct DeviceCommand: ParsableCommand {
         func run() throws {
             try options.withDatabase { connection in try DeviceStore(connection: connection).setEnabled(code, false) }
             print("disabled \(code)")
+        }
+    }
+
+    struct SetTimeZone: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "time-zone",
+            abstract: "Set the time zone of an outlet's days in the owners' app (default: rollups.time_zone).")
+        @OptionGroup var options: GlobalOptions
+        @Argument var code: String
+        @Argument(help: "An IANA name (America/Fortaleza); omit it to use rollups.time_zone again.") var zone: String?
+
+        func run() throws {
+            try options.withDatabase { connection in try DeviceStore(connection: connection).setTimeZone(code, zone) }
+            print("\(code): days in \(zone ?? "rollups.time_zone")")
         }
     }
 

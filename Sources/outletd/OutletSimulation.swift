@@ -93,11 +93,11 @@ struct SimulatedOutlet {
         }
     }
 
-    /// The next reading, at `now`.
-    mutating func nextReading(at now: Date) -> Reading {
+    /// The next reading, at `now`; an outlet switched off draws nothing.
+    mutating func nextReading(at now: Date, switchedOn: Bool = true) -> Reading {
         sequence += 1
         let t = now.timeIntervalSince1970
-        let power = max(0, powerWatts(at: t))
+        let power = switchedOn ? max(0, powerWatts(at: t)) : 0
         let voltage = nominalVoltage * (1 + 0.03 * sin(t / 3_600 + phase)) + uniform(-0.8...0.8)
         let powerFactor = power == 0 ? 1.0 : appliance.powerFactor
         let current = power / (voltage * powerFactor)

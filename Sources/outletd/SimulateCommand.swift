@@ -30,6 +30,18 @@ struct SimulateCommand: ParsableCommand {
             full, publishing waits, so the rate reported is the rate the broker took.
             """)
     var window: Int = 2_000
+    @Flag(
+        help: """
+            Obey switch commands like a real outlet: subscribe to <prefix>/+/command, switch (an outlet switched \
+            off reads 0 W) and answer on <prefix>/<code>/state with the command id; publish availability.
+            """)
+    var obeyCommands = false
+    @Option(help: "First publish this many hours of past readings per outlet (a day's chart has data at once).")
+    var backfillHours: Double = 0
+    @Option(help: "With --backfill-hours: seconds between two past readings.") var backfillInterval: Double = 60
+
+    /// Readings per backfill message (the native protocol takes up to `validation.max_readings_per_message`).
+    static let backfillChunk = 200
 
     func validate() throws {
         guard outlets > 0 else { throw ValidationError("--outlets must be positive") }
@@ -37,6 +49,8 @@ struct SimulateCommand: ParsableCommand {
         guard count >= 0 else { throw ValidationError("--count must not be negative") }
         guard (0...100).contains(invalidPercent) else { throw ValidationError("--invalid-percent must be 0…100") }
         guard window > 0 else { throw ValidationError("--window must be positive") }
+        guard (0...24 * 366).contains(backfillHours) else { throw ValidationError("--backfill-hours must be 0…8784") }
+        guard backfillInterval >= 1 else { throw ValidationError("--backfill-interval must be at least 1") }
     }
 
     func run() throws {
@@ -63,11 +77,27 @@ struct SimulateCommand: ParsableCommand {
             clientID: clientID ?? "outletd-sim-\(ProcessInfo.processInfo.processIdentifier)")
         mqtt.cleanStart = true
         mqtt.sessionExpiryInterval = 0
-        let client = try MQTTClient(configuration: mqtt) { _ in }
+        let prefix = configuration.mqtt.topicPrefix
+        // Which outlets are switched on: changed by commands on the MQTT thread, read by the publishing loop.
+        let switchedOn = Guarded(Dictionary(uniqueKeysWithValues: codes.map { ($0, true) }))
+        let replies = CommandReplies(prefix: prefix, switchedOn: switchedOn)
+        let obeyCommands = self.obeyCommands
+        let client = try MQTTClient(configuration: mqtt) { message in
+            if obeyCommands { replies.handle(message) }
+        }
+        replies.client = client
+        if obeyCommands { client.setSubscriptions([(filter: "\(prefix)/+/command", qos: 1)]) }
         try client.start()
         guard client.waitUntilConnectedBlocking(timeout: .seconds(15)) else {
             printError("cannot connect to the broker at \(mqtt.redactedURL)")
             throw ExitCode(69)
+        }
+        if obeyCommands {
+            for code in codes {
+                try client.publish(
+                    "\(prefix)/\(code)/availability", payload: Array("online".utf8), qos: 1, retain: true)
+                try client.publish("\(prefix)/\(code)/state", payload: Array("on".utf8), qos: 1, retain: true)
+            }
         }
         logger.info(
             "simulating",
@@ -84,8 +114,36 @@ struct SimulateCommand: ParsableCommand {
         defer { signalSources.forEach { $0.cancel() } }
 
         var fleet = codes.enumerated().map { SimulatedOutlet(code: $1, index: $0) }
-        let prefix = configuration.mqtt.topicPrefix
-        var published: UInt64 = 0
+        // Every QoS 1 publish counts, availability and state too: the window compares it with the acknowledged.
+        var published: UInt64 = obeyCommands ? UInt64(codes.count * 2) : 0
+        if backfillHours > 0 {
+            // The past first, as an outlet that was offline sends it: JSON arrays of buffered readings (accepted
+            // back to validation.max_backfill_seconds), oldest first, through the broker's in-flight window.
+            let from = Date().addingTimeInterval(-backfillHours * 3_600)
+            let steps = Int(backfillHours * 3_600 / backfillInterval)
+            var readings = 0
+            backfill: for index in fleet.indices {
+                for chunk in stride(from: 0, to: steps, by: Self.backfillChunk) {
+                    if stop.isSet { break backfill }
+                    let payloads = (chunk..<min(steps, chunk + Self.backfillChunk)).map { step in
+                        NativeProtocol.encodeTelemetry(
+                            fleet[index].nextReading(at: from.addingTimeInterval(Double(step) * backfillInterval)))
+                    }
+                    let sent = published + replies.published
+                    if sent > client.acknowledgedCount + UInt64(window) {
+                        _ = client.waitUntilAcknowledged(atLeast: sent - UInt64(window / 2), timeout: .seconds(5))
+                    }
+                    let array =
+                        [UInt8(ascii: "[")] + Array(payloads.joined(separator: [UInt8(ascii: ",")])) + [
+                            UInt8(ascii: "]")
+                        ]
+                    try client.publish("\(prefix)/\(fleet[index].code)/telemetry", payload: array, qos: 1)
+                    published += 1
+                    readings += payloads.count
+                }
+            }
+            print("backfilled \(readings) readings over \(backfillHours) h")
+        }
         var invalid: UInt64 = 0
         var publishErrors: UInt64 = 0
         var random = SplitMix64(seed: UInt64(ProcessInfo.processInfo.processIdentifier))
@@ -106,12 +164,14 @@ struct SimulateCommand: ParsableCommand {
                     payload = fleet[index].invalidPayload(at: now)
                     invalid += 1
                 } else {
-                    payload = NativeProtocol.encodeTelemetry(fleet[index].nextReading(at: now))
+                    let isOn = switchedOn.withLock { $0[fleet[index].code] ?? true }
+                    payload = NativeProtocol.encodeTelemetry(fleet[index].nextReading(at: now, switchedOn: isOn))
                 }
                 // The in-flight window: when full, wait until half of it was acknowledged (one wake-up
                 // per half window, not one per message).
-                if published - client.acknowledgedCount >= UInt64(window) {
-                    let target = published - UInt64(window / 2)
+                let sent = published + replies.published
+                if sent >= client.acknowledgedCount + UInt64(window) {
+                    let target = sent - UInt64(window / 2)
                     while client.waitUntilAcknowledged(atLeast: target, timeout: .milliseconds(250)) < target {
                         if stop.isSet { break rounds }
                     }
@@ -138,8 +198,19 @@ struct SimulateCommand: ParsableCommand {
             }
         }
 
+        if obeyCommands {
+            for code in codes {
+                if (try? client.publish(
+                    "\(prefix)/\(code)/availability", payload: Array("offline".utf8), qos: 1, retain: true)) != nil
+                {
+                    published += 1
+                }
+            }
+        }
         // Wait for the broker to acknowledge what was published.
-        let acknowledged = client.waitUntilAcknowledged(atLeast: published, timeout: .seconds(30))
+        let replied = replies.published
+        let acknowledgedInAll = client.waitUntilAcknowledged(atLeast: published + replied, timeout: .seconds(30))
+        let acknowledged = acknowledgedInAll > replied ? acknowledgedInAll - replied : 0
         client.stop()
         let seconds = Date().timeIntervalSince(started)
         print(
@@ -147,5 +218,47 @@ struct SimulateCommand: ParsableCommand {
                 + "failed \(publishErrors) in \(String(format: "%.1f", seconds)) s "
                 + "(\(Int(Double(acknowledged) / max(seconds, 0.001)))/s acknowledged)")
         if acknowledged < published { throw ExitCode.failure }
+    }
+}
+
+/// How simulated outlets obey: a command on `<prefix>/<code>/command` switches the outlet and is answered on
+/// `<prefix>/<code>/state` (retained) with the state and the command id, as the native protocol says.
+final class CommandReplies: Sendable {
+    let prefix: String
+    let switchedOn: Guarded<[String: Bool]>
+    private let clientBox = Guarded<MQTTClient?>(nil)
+    private let repliesPublished = Guarded<UInt64>(0)
+
+    /// State reports published (QoS 1), so the publisher's in-flight window can count them.
+    var published: UInt64 { repliesPublished.withLock { $0 } }
+
+    init(prefix: String, switchedOn: Guarded<[String: Bool]>) {
+        self.prefix = prefix
+        self.switchedOn = switchedOn
+    }
+
+    var client: MQTTClient? {
+        get { clientBox.withLock { $0 } }
+        set { clientBox.withLock { $0 = newValue } }
+    }
+
+    /// Called on the MQTT thread for every message received.
+    func handle(_ message: MQTTMessage) {
+        let levels = message.topic.split(separator: "/", omittingEmptySubsequences: false)
+        guard message.topic.hasPrefix(prefix + "/"), levels.last == "command", levels.count >= 2,
+            let command = NativeProtocol.decodeCommand(message.payload)
+        else { return }
+        let code = String(levels[levels.count - 2])
+        let known = switchedOn.withLock { state -> Bool in
+            guard state[code] != nil else { return false }
+            state[code] = command.state == .on
+            return true
+        }
+        guard known else { return }
+        let reply = #"{"state":"\#(command.state.rawValue)","command_id":\#(command.id)}"#
+        repliesPublished.withLock { $0 += 1 }
+        if (try? client?.publish("\(prefix)/\(code)/state", payload: Array(reply.utf8), qos: 1, retain: true)) == nil {
+            repliesPublished.withLock { $0 -= 1 }
+        }
     }
 }

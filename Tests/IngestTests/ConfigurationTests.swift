@@ -29,6 +29,22 @@ import Testing
         }
     }
 
+    @Test func theAppListensOnlyWhereToldAndApartFromMetrics() throws {
+        let loader = ConfigurationLoader()
+        #expect(try loader.load(file: nil, environment: [:]).app.listen == "")
+        let on = try loader.load(file: nil, environment: ["OUTLETD_APP_LISTEN": "127.0.0.1:8080"])
+        #expect(on.app.listen == "127.0.0.1:8080")
+        #expect(on.http.listen == "127.0.0.1:9464")
+        for (listen, why) in [("8080", "must be host:port"), ("127.0.0.1:9464", "must differ from http.listen")] {
+            do {
+                _ = try loader.load(file: nil, environment: ["OUTLETD_APP_LISTEN": listen])
+                Issue.record("app.listen \(listen) accepted")
+            } catch {
+                #expect(error.problems.contains { $0.key == "app.listen" && $0.message.contains(why) }, "\(error)")
+            }
+        }
+    }
+
     @Test func environmentOverridesFileAndDefaults() throws {
         let yaml = """
             database:

@@ -175,6 +175,17 @@ public struct DeviceStore {
         guard result.affectedRows == 1 else { throw Self.notRegistered(code) }
     }
 
+    /// Sets the outlet's time zone for its owner's app ("today", the day by hour): an IANA name, or nil for
+    /// `rollups.time_zone`. Throws when the outlet is not registered or PostgreSQL does not know the zone.
+    public func setTimeZone(_ code: String, _ zone: String?) throws {
+        do {
+            let result = try connection.execute("UPDATE devices SET time_zone = $2 WHERE code = $1", [code, zone])
+            guard result.affectedRows == 1 else { throw Self.notRegistered(code) }
+        } catch let error as PostgresError where error.sqlState == "22023" {
+            throw DeviceStoreError(message: "unknown time zone \(zone ?? "")")
+        }
+    }
+
     /// Removes an outlet with its samples and totals; returns how many samples went with it.
     @discardableResult
     public func remove(_ code: String) throws -> Int {

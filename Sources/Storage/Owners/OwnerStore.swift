@@ -1,0 +1,439 @@
+import Foundation
+import Postgres
+import Telemetry
+
+/// An app user as `outletd user list` shows it (never its password hash).
+public struct OwnerRecord: Sendable, Equatable {
+    public var id: Int64
+    public var name: String
+    public var disabled: Bool
+    public var createdAt: Date?
+    /// Outlets the user owns.
+    public var outletCount: Int
+    /// Sessions neither expired nor revoked.
+    public var activeSessions: Int
+}
+
+/// What the login path needs of a user: its id, bcrypt hash and whether it may log in.
+public struct OwnerCredentials: Sendable, Equatable {
+    public var id: Int64
+    public var name: String
+    public var passwordHash: String
+    public var disabled: Bool
+}
+
+/// The user a valid bearer token stands for.
+public struct OwnerSession: Sendable, Equatable {
+    public var userID: Int64
+    public var userName: String
+    public var expiresAt: Date
+}
+
+/// An outlet as its owner sees it: the registry's row, its state and its newest reading.
+public struct OwnedOutlet: Sendable, Equatable {
+    public var code: String
+    public var name: String
+    public var description: String
+    /// From `<prefix>/<code>/availability`; nil when the outlet never said.
+    public var online: Bool?
+    /// The state the outlet last reported (`on`/`off`), or nil.
+    public var state: SwitchState?
+    /// Power of the newest reading, W (`rollup_tails`), or nil before the first.
+    public var powerWatts: Double?
+    /// The newest of the newest reading and the last state or availability message.
+    public var updatedAt: Date?
+    /// The outlet's IANA time zone (its own, else `rollup_settings.time_zone`).
+    public var timeZone: String
+}
+
+/// An outlet's figures over a period, from the hourly rollups.
+public struct OwnedOutletFigures: Sendable, Equatable {
+    /// Time-weighted average power, W; nil without data.
+    public var averagePowerWatts: Double?
+    public var peakPowerWatts: Double?
+    public var energyWattHours: Double?
+}
+
+/// One local hour of an outlet's day (nil figures: no data that hour).
+public struct OwnedOutletHour: Sendable, Equatable {
+    /// 0–23, the local hour of the outlet's time zone.
+    public var hour: Int
+    public var figures: OwnedOutletFigures
+}
+
+/// A command as its requester sees it.
+public struct OwnedCommand: Sendable, Equatable {
+    public var id: Int64
+    public var code: String
+    public var status: CommandStatus
+    public var reason: String?
+}
+
+/// Failed logins within the rate limit's window.
+public struct LoginFailureCounts: Sendable, Equatable {
+    /// For the user name tried (whether or not the user exists).
+    public var user: Int
+    /// From the client's address.
+    public var address: Int
+}
+
+/// The SQL of the owner's app (migration 18). Every statement about outlets and commands is keyed by the owner's
+/// id: another owner's outlet is simply not found, so a route cannot leak it by forgetting a check.
+public struct OwnerStore {
+    public let connection: PostgresConnection
+
+    public init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    // MARK: Users (the CLI)
+
+    /// Adds a user; throws ``DeviceStoreError`` when the name is taken or not `^[A-Za-z0-9_.@-]{1,64}$`.
+    @discardableResult
+    public func addUser(name: String, passwordHash: String) throws -> Int64 {
+        do {
+            let result = try connection.execute(
+                "INSERT INTO app_users (name, password_hash) VALUES ($1, $2) RETURNING id", [name, passwordHash])
+            guard let id = try result.int64(row: 0, column: 0) else { throw DeviceStoreError(message: "no user id") }
+            return id
+        } catch let error as PostgresError where error.sqlState == "23505" {
+            throw DeviceStoreError(message: "user \(name) exists")
+        } catch let error as PostgresError where error.sqlState == "23514" {
+            throw DeviceStoreError(message: "user name must be 1–64 of A-Z a-z 0-9 _ . @ -, not \"\(name)\"")
+        }
+    }
+
+    /// Every user, by name.
+    public func users() throws -> [OwnerRecord] {
+        let result = try connection.execute(
+            """
+            SELECT u.id, u.name, u.disabled, u.created_at,
+                   (SELECT count(*) FROM devices d WHERE d.owner_id = u.id),
+                   (SELECT count(*) FROM app_sessions s
+                    WHERE s.user_id = u.id AND s.revoked_at IS NULL AND s.expires_at > clock_timestamp())
+            FROM app_users u ORDER BY u.name
+            """)
+        return try (0..<result.rowCount).map { row in
+            OwnerRecord(
+                id: try result.int64(row: row, column: 0) ?? 0, name: result[row, 1] ?? "",
+                disabled: try result.bool(row: row, column: 2) ?? false,
+                createdAt: try result.date(row: row, column: 3),
+                outletCount: try result.int(row: row, column: 4) ?? 0,
+                activeSessions: try result.int(row: row, column: 5) ?? 0)
+        }
+    }
+
+    /// Disables a user and revokes its sessions; false when there is no such user.
+    public func disableUser(name: String) throws -> Bool {
+        try connection.transaction {
+            let result = try connection.execute(
+                "UPDATE app_users SET disabled = true, updated_at = now() WHERE name = $1 RETURNING id", [name])
+            guard result.rowCount == 1, let id = try result.int64(row: 0, column: 0) else { return false }
+            try revokeSessions(userID: id)
+            return true
+        }
+    }
+
+    /// Sets a user's password hash and revokes its sessions; false when there is no such user.
+    public func setPasswordHash(name: String, passwordHash: String) throws -> Bool {
+        try connection.transaction {
+            let result = try connection.execute(
+                "UPDATE app_users SET password_hash = $2, updated_at = now() WHERE name = $1 RETURNING id",
+                [name, passwordHash])
+            guard result.rowCount == 1, let id = try result.int64(row: 0, column: 0) else { return false }
+            try revokeSessions(userID: id)
+            return true
+        }
+    }
+
+    private func revokeSessions(userID: Int64) throws {
+        try connection.execute(
+            "UPDATE app_sessions SET revoked_at = clock_timestamp() WHERE user_id = $1 AND revoked_at IS NULL",
+            [userID])
+    }
+
+    // MARK: Logins and sessions
+
+    /// The credentials of `name`, or nil when there is no such user.
+    public func credentials(name: String) throws -> OwnerCredentials? {
+        let result = try connection.execute(
+            "SELECT id, name, password_hash, disabled FROM app_users WHERE name = $1", [name])
+        guard result.rowCount == 1, let id = try result.int64(row: 0, column: 0) else { return nil }
+        return OwnerCredentials(
+            id: id, name: result[0, 1] ?? "", passwordHash: result[0, 2] ?? "",
+            disabled: try result.bool(row: 0, column: 3) ?? true)
+    }
+
+    /// Failed logins in the last `windowSeconds` for `userName` and from `address`; forgets older ones.
+    public func loginFailures(userName: String, address: String, windowSeconds: Double) throws -> LoginFailureCounts {
+        let window = Int64(windowSeconds * 1_000)
+        try connection.execute(
+            "DELETE FROM app_login_failures WHERE failed_at < clock_timestamp() - $1 * interval '1 millisecond'",
+            [window])
+        let result = try connection.execute(
+            """
+            SELECT count(*) FILTER (WHERE user_name = $1), count(*) FILTER (WHERE address = $2)
+            FROM app_login_failures
+            WHERE (user_name = $1 OR address = $2) AND failed_at >= clock_timestamp() - $3 * interval '1 millisecond'
+            """, [userName, address, window])
+        return LoginFailureCounts(
+            user: try result.int(row: 0, column: 0) ?? 0, address: try result.int(row: 0, column: 1) ?? 0)
+    }
+
+    /// Records a failed login of `userName` (existing or not) from `address`; returns the record's id.
+    @discardableResult
+    public func recordLoginFailure(userName: String, address: String) throws -> Int64 {
+        let result = try connection.execute(
+            "INSERT INTO app_login_failures (user_name, address) VALUES ($1, $2) RETURNING id", [userName, address])
+        guard let id = try result.int64(row: 0, column: 0) else { throw DeviceStoreError(message: "no failure id") }
+        return id
+    }
+
+    /// Deletes the record of one failed login.
+    public func forgetLoginFailure(_ id: Int64) throws {
+        try connection.execute("DELETE FROM app_login_failures WHERE id = $1", [id])
+    }
+
+    /// Forgets the failed logins of `userName` (after a successful one).
+    public func clearLoginFailures(userName: String) throws {
+        try connection.execute("DELETE FROM app_login_failures WHERE user_name = $1", [userName])
+    }
+
+    /// Stores a session for `token` (as its SHA-256) lasting `lifetimeSeconds`; returns when it expires. The user's
+    /// ended sessions (expired or revoked) are deleted meanwhile, so the table holds what can still be used.
+    public func createSession(userID: Int64, token: String, lifetimeSeconds: Double) throws -> Date {
+        try connection.execute(
+            """
+            DELETE FROM app_sessions
+            WHERE user_id = $1 AND (revoked_at IS NOT NULL OR expires_at <= clock_timestamp())
+            """, [userID])
+        let result = try connection.execute(
+            """
+            INSERT INTO app_sessions (user_id, token_hash, expires_at)
+            VALUES ($1, sha256(convert_to($2, 'UTF8')), clock_timestamp() + $3 * interval '1 millisecond')
+            RETURNING expires_at
+            """, [userID, token, Int64(lifetimeSeconds * 1_000)])
+        guard let expiresAt = try result.date(row: 0, column: 0) else {
+            throw DeviceStoreError(message: "no session stored")
+        }
+        return expiresAt
+    }
+
+    /// The session `token` stands for, or nil when it is unknown, expired or revoked, or its user disabled.
+    public func session(token: String) throws -> OwnerSession? {
+        let result = try connection.execute(
+            """
+            SELECT u.id, u.name, s.expires_at
+            FROM app_sessions s JOIN app_users u ON u.id = s.user_id
+            WHERE s.token_hash = sha256(convert_to($1, 'UTF8')) AND s.revoked_at IS NULL
+              AND s.expires_at > clock_timestamp() AND NOT u.disabled
+            """, [token])
+        guard result.rowCount == 1, let id = try result.int64(row: 0, column: 0),
+            let expiresAt = try result.date(row: 0, column: 2)
+        else { return nil }
+        return OwnerSession(userID: id, userName: result[0, 1] ?? "", expiresAt: expiresAt)
+    }
+
+    /// Revokes the session of `token` (logout); false when it was not active.
+    @discardableResult
+    public func revokeSession(token: String) throws -> Bool {
+        let result = try connection.execute(
+            """
+            UPDATE app_sessions SET revoked_at = clock_timestamp()
+            WHERE token_hash = sha256(convert_to($1, 'UTF8')) AND revoked_at IS NULL
+            """, [token])
+        return result.affectedRows == 1
+    }
+
+    // MARK: Outlets, keyed by owner
+
+    /// The columns of ``OwnedOutlet``, `d` being the outlet's `devices` row.
+    private static let outletColumns = """
+        d.code, d.name, d.description, d.online, d.reported_state, t.power_watts,
+        GREATEST(t.measured_at, d.last_seen_at) AS updated_at,
+        coalesce(d.time_zone, (SELECT time_zone FROM rollup_settings LIMIT 1), 'UTC') AS time_zone
+        """
+
+    private static func outlets(_ result: PostgresResult) throws -> [OwnedOutlet] {
+        try (0..<result.rowCount).map { row in
+            OwnedOutlet(
+                code: result[row, 0] ?? "", name: result[row, 1] ?? "", description: result[row, 2] ?? "",
+                online: try result.bool(row: row, column: 3),
+                state: result[row, 4].flatMap(SwitchState.init(rawValue:)),
+                powerWatts: try result.double(row: row, column: 5), updatedAt: try result.date(row: row, column: 6),
+                timeZone: result[row, 7] ?? "UTC")
+        }
+    }
+
+    /// The outlets `userID` owns, by name then code.
+    public func outlets(userID: Int64) throws -> [OwnedOutlet] {
+        try Self.outlets(
+            connection.execute(
+                """
+                SELECT \(Self.outletColumns)
+                FROM devices d LEFT JOIN rollup_tails t ON t.device_id = d.id
+                WHERE d.owner_id = $1 ORDER BY d.name, d.code
+                """, [userID]))
+    }
+
+    /// The outlet `code` if `userID` owns it.
+    public func outlet(userID: Int64, code: String) throws -> OwnedOutlet? {
+        try Self.outlets(
+            connection.execute(
+                """
+                SELECT \(Self.outletColumns)
+                FROM devices d LEFT JOIN rollup_tails t ON t.device_id = d.id
+                WHERE d.owner_id = $1 AND d.code = $2
+                """, [userID, code])
+        ).first
+    }
+
+    /// Claims the registered outlet `code` for `userID` with a name and description. Nil when the code is not
+    /// registered or another owner holds it: the caller cannot tell which.
+    public func claim(userID: Int64, code: String, name: String, description: String) throws -> OwnedOutlet? {
+        let claimed = try connection.execute(
+            """
+            UPDATE devices SET owner_id = $1, name = $3, description = $4, updated_at = now(),
+                               claimed_at = CASE WHEN owner_id IS NULL THEN now() ELSE claimed_at END
+            WHERE code = $2 AND (owner_id IS NULL OR owner_id = $1)
+            """, [userID, code, name, description])
+        guard claimed.affectedRows == 1 else { return nil }
+        return try outlet(userID: userID, code: code)
+    }
+
+    /// Renames and/or re-describes `userID`'s outlet `code` (nil leaves a field as it is); nil when not theirs.
+    public func update(userID: Int64, code: String, name: String?, description: String?) throws -> OwnedOutlet? {
+        let updated = try connection.execute(
+            """
+            UPDATE devices SET name = coalesce($3, name), description = coalesce($4, description), updated_at = now()
+            WHERE code = $2 AND owner_id = $1
+            """, [userID, code, name, description])
+        guard updated.affectedRows == 1 else { return nil }
+        return try outlet(userID: userID, code: code)
+    }
+
+    /// Releases `userID`'s outlet `code` (it keeps its data and can be claimed again); false when not theirs.
+    public func release(userID: Int64, code: String) throws -> Bool {
+        let released = try connection.execute(
+            """
+            UPDATE devices SET owner_id = NULL, claimed_at = NULL, updated_at = now()
+            WHERE code = $2 AND owner_id = $1
+            """, [userID, code])
+        return released.affectedRows == 1
+    }
+
+    // MARK: Figures, from the hourly rollups
+
+    /// Average, peak and energy of `userID`'s outlet `code` over the hour buckets starting in `[from, to)`, or
+    /// nil when the outlet is not theirs. Rollup hours are whole: `from` and `to` count by the hour they fall in.
+    public func figures(userID: Int64, code: String, from: Date, to: Date) throws -> OwnedOutletFigures? {
+        let result = try connection.execute(
+            """
+            SELECT coalesce(sum(h.power_integral_watt_seconds) / nullif(sum(h.covered_seconds), 0),
+                            sum(h.power_sum_watts) / nullif(sum(h.sample_count), 0)),
+                   max(h.peak_power_watts), sum(h.energy_wh)
+            FROM devices d
+            LEFT JOIN power_rollups_hourly h ON h.device_id = d.id
+                 AND h.bucket_start >= date_trunc('hour', $3::timestamptz) AND h.bucket_start < $4::timestamptz
+            WHERE d.owner_id = $1 AND d.code = $2
+            GROUP BY d.id
+            """, [userID, code, from, to])
+        guard result.rowCount == 1 else { return nil }
+        return OwnedOutletFigures(
+            averagePowerWatts: try result.double(row: 0, column: 0),
+            peakPowerWatts: try result.double(row: 0, column: 1),
+            energyWattHours: try result.double(row: 0, column: 2))
+    }
+
+    /// The local day `date` (`YYYY-MM-DD`; nil: today) of `userID`'s outlet `code` in its time zone: the
+    /// [start, end) of that day as instants, and the date. Nil when the outlet is not theirs.
+    public func localDay(userID: Int64, code: String, date: String?) throws -> (
+        date: String, timeZone: String, start: Date, end: Date
+    )? {
+        let result = try connection.execute(
+            """
+            WITH o AS (
+                SELECT coalesce(d.time_zone, (SELECT time_zone FROM rollup_settings LIMIT 1), 'UTC') AS zone
+                FROM devices d WHERE d.owner_id = $1 AND d.code = $2
+            ), day AS (
+                SELECT zone, coalesce($3::date, (now() AT TIME ZONE zone)::date) AS local_date FROM o
+            )
+            SELECT to_char(local_date, 'YYYY-MM-DD'), zone,
+                   local_date::timestamp AT TIME ZONE zone, (local_date + 1)::timestamp AT TIME ZONE zone
+            FROM day
+            """, [userID, code, date])
+        guard result.rowCount == 1, let start = try result.date(row: 0, column: 2),
+            let end = try result.date(row: 0, column: 3)
+        else { return nil }
+        return (result[0, 0] ?? "", result[0, 1] ?? "UTC", start, end)
+    }
+
+    /// The 24 (23 or 25 across a DST change) local hours of `userID`'s outlet `code` on `date` (nil: today), in
+    /// order, each with its hourly rollup's figures or nils. Nil when the outlet is not theirs.
+    public func hourly(userID: Int64, code: String, date: String?) throws -> (
+        date: String, timeZone: String, hours: [OwnedOutletHour]
+    )? {
+        guard let day = try localDay(userID: userID, code: code, date: date) else { return nil }
+        let result = try connection.execute(
+            """
+            SELECT extract(hour FROM s.local_hour)::int,
+                   h.average_power_watts, h.peak_power_watts, h.energy_wh
+            FROM generate_series($3::timestamptz, $4::timestamptz - interval '1 hour', interval '1 hour') AS g(at)
+            CROSS JOIN LATERAL (SELECT g.at AT TIME ZONE $5 AS local_hour) s
+            LEFT JOIN LATERAL (
+                SELECT sum(r.power_integral_watt_seconds) / nullif(sum(r.covered_seconds), 0) AS integral_average,
+                       sum(r.power_sum_watts) / nullif(sum(r.sample_count), 0) AS plain_average,
+                       max(r.peak_power_watts) AS peak_power_watts, sum(r.energy_wh) AS energy_wh,
+                       count(*) AS buckets
+                FROM devices d JOIN power_rollups_hourly r ON r.device_id = d.id
+                WHERE d.owner_id = $1 AND d.code = $2
+                  AND r.bucket_start >= g.at AND r.bucket_start < g.at + interval '1 hour'
+            ) x ON true
+            CROSS JOIN LATERAL (
+                SELECT CASE WHEN x.buckets > 0 THEN coalesce(x.integral_average, x.plain_average) END
+                           AS average_power_watts,
+                       x.peak_power_watts, x.energy_wh
+            ) h
+            ORDER BY g.at
+            """, [userID, code, day.start, day.end, day.timeZone])
+        let hours = try (0..<result.rowCount).map { row in
+            OwnedOutletHour(
+                hour: try result.int(row: row, column: 0) ?? 0,
+                figures: OwnedOutletFigures(
+                    averagePowerWatts: try result.double(row: row, column: 1),
+                    peakPowerWatts: try result.double(row: row, column: 2),
+                    energyWattHours: try result.double(row: row, column: 3)))
+        }
+        return (day.date, day.timeZone, hours)
+    }
+
+    // MARK: Switching, through the one command lifecycle
+
+    /// Requests `requested` for `userID`'s outlet `code` through `outletd_enqueue_command` (source `app`), under a
+    /// lock on the outlet's row so it cannot change hands in between. Nil when the outlet is not theirs.
+    public func requestSwitch(userID: Int64, userName: String, code: String, requested: SwitchRequestValue) throws
+        -> OwnedCommand?
+    {
+        try connection.transaction {
+            let owned = try connection.execute(
+                "SELECT 1 FROM devices WHERE owner_id = $1 AND code = $2 FOR UPDATE", [userID, code])
+            guard owned.rowCount == 1 else { return nil }
+            let id = try CommandStore(connection: connection).enqueue(
+                code: code, requested: requested, source: .app, requestedBy: userName, requestID: nil)
+            return try command(userID: userID, id: id)
+        }
+    }
+
+    /// Command `id` if it switches an outlet `userID` owns.
+    public func command(userID: Int64, id: Int64) throws -> OwnedCommand? {
+        let result = try connection.execute(
+            """
+            SELECT c.id, d.code, c.status, c.reason FROM commands c JOIN devices d ON d.id = c.device_id
+            WHERE c.id = $2 AND d.owner_id = $1
+            """, [userID, id])
+        guard result.rowCount == 1, let commandID = try result.int64(row: 0, column: 0),
+            let status = result[0, 2].flatMap(CommandStatus.init(rawValue:))
+        else { return nil }
+        return OwnedCommand(id: commandID, code: result[0, 1] ?? "", status: status, reason: result[0, 3])
+    }
+}
