@@ -88,7 +88,15 @@ final class NetworkLoop: Sendable {
                     connections = seen
                     attempts = 0
                 }
-                waitForWake(milliseconds: Self.reconnectDelay(after: attempts, state.configuration) * 1_000)
+                // Only a stop cuts the wait short: a publish while disconnected wakes the loop too, and must
+                // not turn the backoff into a reconnect per message.
+                let retryAt = ContinuousClock.now + .seconds(Self.reconnectDelay(after: attempts, state.configuration))
+                while !isStopping, case let remaining = retryAt - .now, remaining > .zero {
+                    waitForWake(
+                        milliseconds: Int(
+                            remaining.components.seconds * 1_000 + remaining.components.attoseconds
+                                / 1_000_000_000_000_000) + 1)
+                }
                 if isStopping { return }
                 attempts += 1
                 // Failures surface as the next attempt's wait; a refused CONNACK through the connect callback.
