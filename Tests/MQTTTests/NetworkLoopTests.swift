@@ -2,11 +2,11 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import MQTT
+
 #if canImport(Glibc)
     import Glibc
 #endif
-
-@testable import MQTT
 
 @Suite("NetworkLoop reconnect backoff")
 struct NetworkLoopTests {
