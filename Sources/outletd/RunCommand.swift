@@ -39,7 +39,7 @@ struct RunCommand: AsyncParsableCommand {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: service)]
         if !configuration.http.listen.isEmpty {
             let health = try HealthServer(
-                listen: configuration.http.listen, metrics: service.metrics, instance: configuration.instanceID,
+                listen: configuration.http.listen, metrics: service.metrics,
                 maxBacklogMessages: configuration.http.readyMaxBacklogMessages, logger: logger)
             services.append(.init(service: health))
         }

@@ -14,10 +14,13 @@ public struct OutgoingCommand: Sendable, Equatable {
 public struct PendingResult: Sendable, Equatable {
     public var code: String
     public var result: SwitchResult
+    /// Seconds from the command's request to this transition (nil for a request refused before it was stored).
+    public var secondsSinceRequest: Double?
 
-    public init(code: String, result: SwitchResult) {
+    public init(code: String, result: SwitchResult, secondsSinceRequest: Double? = nil) {
         self.code = code
         self.result = result
+        self.secondsSinceRequest = secondsSinceRequest
     }
 }
 
@@ -212,7 +215,8 @@ public struct CommandStore {
                 FROM next, commands c, devices d
                 WHERE t.id = next.id AND c.id = t.command_id AND d.id = c.device_id
                 RETURNING t.id, d.code, t.status, t.command_id, c.state, c.request_id, c.source, c.requested_by,
-                          t.reason, to_char(t.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                          t.reason, to_char(t.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                          extract(epoch FROM t.at - c.requested_at)::float8
                 """, [Int64(limit)])
             var rows: [(Int64, PendingResult)] = []
             for row in 0..<result.rowCount {
@@ -223,7 +227,13 @@ public struct CommandStore {
                     result: status.resultName, commandID: try result.int64(row: row, column: 3),
                     state: result[row, 4].flatMap(SwitchState.init(rawValue:)), requestID: result[row, 5],
                     source: result[row, 6], requestedBy: result[row, 7], reason: result[row, 8], at: result[row, 9])
-                rows.append((id, PendingResult(code: code, result: switchResult)))
+                rows.append(
+                    (
+                        id,
+                        PendingResult(
+                            code: code, result: switchResult,
+                            secondsSinceRequest: try result.double(row: row, column: 10))
+                    ))
             }
             for (_, pending) in rows.sorted(by: { $0.0 < $1.0 }) { publish(pending) }
             return true
