@@ -1,16 +1,16 @@
 # outletd — the two commands of README.md, and the pieces behind them.
 SWIFT ?= swift
 
-.PHONY: run test deps build sql lint format fuzz clean chaos chaos-short bench bench-soak scale-test
+.PHONY: run test deps build build-info sql lint format fuzz clean chaos chaos-short bench bench-soak scale-test
 
 ## make run: install what is missing, start a throwaway mosquitto + PostgreSQL, outletd and
 ## simulated outlets, and show the per-outlet summary updating (Ctrl-C stops everything).
-run: deps
+run: deps build-info
 	scripts/demo
 
 ## make test: install what is missing, build, run every test (they start their own servers),
 ## then the short chaos run (kill -9, PostgreSQL and mosquitto restarts; under a minute).
-test: deps lint
+test: deps lint build-info
 	$(SWIFT) build --build-tests
 	# One test at a time: several tests time real daemons, and on a 2-core machine parallel
 	# tests that block Swift's cooperative pool (libpq, process start-up) would starve them.
@@ -56,8 +56,13 @@ format:
 deps:
 	scripts/install-deps
 
-build: deps
+build: deps build-info
 	$(SWIFT) build
+
+## make build-info: the version (VERSION) and git commit that `outletd --version` and /metrics report, written
+## into Sources/CBuildInfo/generated/ (not committed); a plain `swift build` without it reports "dev".
+build-info:
+	scripts/build-info
 
 ## make sql: embed sql/*.sql into the binary after editing a migration (a test fails until you do).
 sql:

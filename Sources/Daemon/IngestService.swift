@@ -98,6 +98,12 @@ public final class IngestService: Service, Sendable {
     public func run() async throws {
         let (configuration, logger, metrics) = (self.configuration, self.logger, self.metrics)
         let database = configuration.database
+        let build = BuildInfo.current
+        logger.info(
+            "outletd \(build.version) starting",
+            metadata: [
+                "version": "\(build.version)", "commit": "\(build.commit)", "instance": "\(configuration.instanceID)",
+            ])
         try await prepareDatabase()
         // Tasmota FullTopics of registered outlets are subscribed to besides the configured ones (read at start).
         let registeredFullTopics = try await Blocking.run("outletd-full-topics") {

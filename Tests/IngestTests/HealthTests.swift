@@ -217,5 +217,9 @@ struct PrometheusText {
         }
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit(timeout: 30) == 0)
+        // The start-up line names the build.
+        let build = try CLITests.embeddedBuild()
+        #expect(daemon.output.contains("outletd \(build.version) starting"))
+        #expect(daemon.output.contains("commit=\(build.commit)"))
     }
 }
