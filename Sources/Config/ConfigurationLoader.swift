@@ -202,6 +202,14 @@ public struct ConfigurationLoader: Sendable {
         require(
             retention.dailyRollupDays == 0 || retention.dailyRollupDays >= retention.minuteRollupDays,
             "retention.daily_rollup_days", "must be 0 (forever) or at least retention.minute_rollup_days")
+        if let scheme = OutletdConfiguration.Database.unsupportedScheme(of: configuration.database.url) {
+            problems.append(
+                Problem(
+                    source: "configuration", key: "database.url",
+                    message:
+                        "unsupported scheme \"\(scheme)://\": outletd stores into PostgreSQL; give a postgresql:// "
+                        + "or postgres:// URI, or a libpq key=value string (host=… dbname=…)"))
+        }
         do {
             _ = try MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID)
         } catch {

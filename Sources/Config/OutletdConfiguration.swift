@@ -45,11 +45,25 @@ public struct OutletdConfiguration: Sendable, Equatable {
     /// PostgreSQL.
     public struct Database: Sendable, Equatable {
         /// A libpq connection string (`host=… dbname=…`) or URI (`postgresql://user:pass@host/db`).
-        public var url = "postgresql://outletd@127.0.0.1:5432/outletd"
+        public var url = Self.defaultURL
+        /// What `url` is when nothing sets it.
+        public static let defaultURL = "postgresql://outletd@127.0.0.1:5432/outletd"
         /// Apply pending migrations when `outletd run` starts.
         public var migrateOnStart = true
         /// Upper bound of the reconnect backoff, seconds.
         public var reconnectDelayMaxSeconds = 30.0
+
+        /// The URI schemes libpq accepts.
+        public static let supportedSchemes = ["postgresql", "postgres"]
+
+        /// The scheme of a URI `url` that libpq cannot use (`mysql` of `mysql://…`), or nil: a PostgreSQL URI or a
+        /// key=value connection string.
+        public static func unsupportedScheme(of url: String) -> String? {
+            guard let separator = url.range(of: "://") else { return nil }
+            let scheme = String(url[..<separator.lowerBound])
+            guard !scheme.isEmpty, !scheme.contains(where: { $0 == " " || $0 == "=" }) else { return nil }
+            return supportedSchemes.contains(scheme.lowercased()) ? nil : scheme
+        }
     }
 
     /// The MQTT broker.

@@ -104,7 +104,10 @@ public final class IngestService: Service, Sendable {
             metadata: [
                 "version": "\(build.version)", "commit": "\(build.commit)", "instance": "\(configuration.instanceID)",
             ])
-        try await prepareDatabase()
+        guard try await prepareDatabase() else {
+            logger.info("stopped before the database answered")
+            return
+        }
         // Tasmota FullTopics of registered outlets are subscribed to besides the configured ones (read at start).
         let registeredFullTopics = try await Blocking.run("outletd-full-topics") {
             let connection = try PostgresConnection(connectionString: database.url, applicationName: "outletd-start")
@@ -184,8 +187,9 @@ public final class IngestService: Service, Sendable {
             ])
     }
 
-    /// Connects (retrying while the database is down) and applies or checks migrations.
-    private func prepareDatabase() async throws {
+    /// Connects (retrying while the database is down) and applies or checks migrations. Returns false when asked
+    /// to stop before the database answered.
+    private func prepareDatabase() async throws -> Bool {
         let configuration = self.configuration
         let logger = self.logger
         var backoff = Backoff(initial: 0.5, maximum: configuration.database.reconnectDelayMaxSeconds)
@@ -237,14 +241,15 @@ public final class IngestService: Service, Sendable {
                             ])
                     }
                 }
-                return
+                return true
             } catch let error as PostgresError where error.isConnectionError {
                 let delay = backoff.nextDelay()
                 logger.warning(
                     "database unavailable at start; retrying",
                     metadata: ["error": "\(error)", "retry_in_s": "\(String(format: "%.1f", delay))"])
-                try await Task.sleep(for: .milliseconds(Int(delay * 1_000)))
-                if Task.isCancelled || Task.isShuttingDownGracefully { throw CancellationError() }
+                // SIGTERM or Ctrl-C while waiting: no error, nothing to stop yet.
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(Int(delay * 1_000))) }
+                if Task.isCancelled || Task.isShuttingDownGracefully { return false }
             }
         }
     }

@@ -22,6 +22,7 @@ struct SwitchCommand: ParsableCommand {
     var wait = false
     @Option(help: "With --wait: give up waiting after this many seconds.") var timeout: Double = 330
     @Option(help: "Who asks (stored in the audit trail). Default: $USER.") var by: String?
+    @OptionGroup var output: OutputOptions
 
     func run() throws {
         guard let value = SwitchRequestValue(rawValue: state.lowercased()) else {
@@ -36,24 +37,51 @@ struct SwitchCommand: ParsableCommand {
                 code: code, requested: value, source: .cli, requestedBy: requestedBy, requestID: nil)
             guard var record = try store.find(id) else { throw DeviceStoreError(message: "command \(id) vanished") }
             if record.status == .rejected {
-                print(Self.describe(record))
+                print(try describe(record))
                 return false
             }
             guard wait else {
                 // The relay may already have sent it; without --wait the outcome is "accepted".
-                print("command \(id): \(code) \(record.state?.rawValue ?? value.rawValue) accepted")
+                if output.format == .json {
+                    print(try JSONOutput.render(Self.object(record, status: "accepted")))
+                } else {
+                    print("command \(id): \(code) \(record.state?.rawValue ?? value.rawValue) accepted")
+                }
                 return true
             }
-            print("command \(id): \(code) \(record.state?.rawValue ?? value.rawValue), waiting for the outlet…")
+            if output.format == .text {
+                print("command \(id): \(code) \(record.state?.rawValue ?? value.rawValue), waiting for the outlet…")
+            }
             let deadline = Date().addingTimeInterval(timeout)
             while !record.status.isFinal && Date() < deadline {
                 _ = try connection.waitForNotifications(timeout: .milliseconds(250))
                 record = try store.find(id) ?? record
             }
-            print(Self.describe(record))
+            print(try describe(record))
             return record.status == .confirmed
         }
         if !succeeded { throw ExitCode.failure }
+    }
+
+    /// The record as `--format` asks.
+    func describe(_ record: CommandRecord) throws -> String {
+        output.format == .json ? try JSONOutput.render(Self.object(record)) : Self.describe(record)
+    }
+
+    /// `--format json`: the command's id, outlet, state, status (`accepted` while queued), reason, times and, once
+    /// finished, the milliseconds from request to outcome.
+    static func object(_ record: CommandRecord, status: String? = nil) -> [String: Any] {
+        var latency: Double?
+        if let finished = record.finishedAt, let requested = record.requestedAt {
+            latency = (finished.timeIntervalSince(requested) * 1_000).rounded()
+        }
+        return [
+            "id": record.id, "code": record.code, "requested": record.requested,
+            "state": JSONOutput.value(record.state?.rawValue),
+            "status": status ?? (record.status == .queued ? "accepted" : record.status.rawValue),
+            "reason": JSONOutput.value(record.reason), "requested_at": JSONOutput.value(record.requestedAt),
+            "finished_at": JSONOutput.value(record.finishedAt), "latency_ms": JSONOutput.value(latency),
+        ]
     }
 
     /// `command 12: kitchen-1 on confirmed after 23 ms`, with the reason when there is one.
