@@ -192,6 +192,11 @@ public struct ConfigurationLoader: Sendable {
                 !group.contains(where: { "/+#".contains($0) }), key,
                 "a share group name cannot contain \"/\", \"+\" or \"#\" (MQTT v5 $share/<group>/<filter>)")
         }
+        require(
+            !configuration.homeAssistant.prefix.contains(where: { "+#".contains($0) })
+                && !configuration.homeAssistant.prefix.hasPrefix("/")
+                && !configuration.homeAssistant.prefix.hasSuffix("/"),
+            "homeassistant.prefix", "a topic prefix without wildcards (+, #) or a leading or trailing /")
         let retention = configuration.retention
         require(
             retention.minuteRollupDays >= retention.rawDays + 2, "retention.minute_rollup_days",

@@ -22,8 +22,17 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public var logging = LoggingSettings()
     public var http = HTTPSettings()
     public var protocols = ProtocolSettings()
+    public var homeAssistant = HomeAssistantSettings()
 
     public init() {}
+
+    /// Home Assistant MQTT discovery (README.md, "Home Assistant").
+    public struct HomeAssistantSettings: Sendable, Equatable {
+        /// Publish retained discovery configs for every enabled native outlet (a switch and four sensors).
+        public var discovery = false
+        /// Home Assistant's discovery prefix.
+        public var prefix = "homeassistant"
+    }
 
     /// Tasmota and Shelly topic layouts (docs/PROTOCOLS.md). Lists are comma-separated.
     public struct ProtocolSettings: Sendable, Equatable {

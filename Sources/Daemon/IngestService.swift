@@ -170,6 +170,16 @@ public final class IngestService: Service, Sendable {
             worker(CommandListener(inbox: inbox, ownBackendPID: { relay.backendPID })),
         ]
         if let membership { services.append(worker(membership)) }
+        if configuration.homeAssistant.discovery {
+            let discovery = HomeAssistantDiscovery(
+                discoveryPrefix: configuration.homeAssistant.prefix, topicPrefix: configuration.mqtt.topicPrefix,
+                version: build.version)
+            services.append(
+                worker(
+                    DiscoveryPublisher(
+                        discovery: discovery, client: intake.client,
+                        refreshInterval: configuration.registry.refreshIntervalSeconds, logger: logger)))
+        }
         services += [
             worker(relay), writer, StatisticsLog(metrics: metrics, logger: logger),
             Watchdog(notifier: notifier, writer: writer.heartbeat, logger: logger), intake,
