@@ -42,6 +42,8 @@ struct SimulatedOutlet {
     let nominalVoltage: Double
     private var random: SplitMix64
     private(set) var sequence: Int64 = 0
+    /// The relay: off, the outlet draws nothing (its readings say 0 W and 0 A).
+    var isOn = true
     private var energyWattHours: Double
     private var lastAt: Date?
     /// Seconds into the appliance's own cycle, so outlets are not in lockstep.
@@ -97,7 +99,8 @@ struct SimulatedOutlet {
     mutating func nextReading(at now: Date) -> Reading {
         sequence += 1
         let t = now.timeIntervalSince1970
-        let power = max(0, powerWatts(at: t))
+        let appliancePower = max(0, powerWatts(at: t))
+        let power = isOn ? appliancePower : 0
         let voltage = nominalVoltage * (1 + 0.03 * sin(t / 3_600 + phase)) + uniform(-0.8...0.8)
         let powerFactor = power == 0 ? 1.0 : appliance.powerFactor
         let current = power / (voltage * powerFactor)
@@ -106,7 +109,8 @@ struct SimulatedOutlet {
         return Reading(
             measuredAt: now, receivedAt: now, deviceTime: now,
             voltageVolts: (voltage * 10).rounded() / 10,
-            currentAmperes: (current * 1_000).rounded() / 1_000,
+            // As people read them (and cheap outlets report them): 1 decimal for V and W, 2 for A.
+            currentAmperes: (current * 100).rounded() / 100,
             powerWatts: (power * 10).rounded() / 10,
             powerFactor: powerFactor,
             energyWattHours: (energyWattHours * 1_000).rounded() / 1_000,
@@ -122,4 +126,23 @@ struct SimulatedOutlet {
         default: return Array(#"{"current": 0.5}"#.utf8)
         }
     }
+}
+
+/// A command a simulated outlet received on `<prefix>/<code>/command` (`{"command_id":42,"state":"on"}`).
+struct SimulatedCommand: Sendable, Equatable {
+    var code: String
+    var commandID: Int64
+    var turnOn: Bool
+
+    /// The command in `payload` for outlet `code`, or nil when it is not one.
+    static func parse(code: String, payload: [UInt8]) -> SimulatedCommand? {
+        guard case .object(let members)? = try? JSONParser.parse(payload),
+            let id = members["command_id"]?.numberValue(acceptingNumericString: false), id == id.rounded(),
+            case .string(let state)? = members["state"], state == "on" || state == "off"
+        else { return nil }
+        return SimulatedCommand(code: code, commandID: Int64(id), turnOn: state == "on")
+    }
+
+    /// The state report confirming it, as a native outlet sends it (retained).
+    var statePayload: [UInt8] { Array(#"{"state":"\#(turnOn ? "on" : "off")","command_id":\#(commandID)}"#.utf8) }
 }

@@ -7,6 +7,7 @@ import MQTT
 import Observability
 import Runtime
 import Storage
+import Synchronization
 import Telemetry
 
 /// `outletd simulate`: a fleet of simulated outlets publishing realistic readings over MQTT.
@@ -30,6 +31,12 @@ struct SimulateCommand: ParsableCommand {
             full, publishing waits, so the rate reported is the rate the broker took.
             """)
     var window: Int = 2_000
+    @Flag(
+        help: """
+            Behave like real outlets for switching: report availability (online, offline when stopping) and state \
+            (retained), obey commands on <prefix>/<code>/command and confirm them with a state report.
+            """)
+    var obeyCommands = false
 
     func validate() throws {
         guard outlets > 0 else { throw ValidationError("--outlets must be positive") }
@@ -63,7 +70,18 @@ struct SimulateCommand: ParsableCommand {
             clientID: clientID ?? "outletd-sim-\(ProcessInfo.processInfo.processIdentifier)")
         mqtt.cleanStart = true
         mqtt.sessionExpiryInterval = 0
-        let client = try MQTTClient(configuration: mqtt) { _ in }
+        let prefix = configuration.mqtt.topicPrefix
+        let codeSet = Set(codes)
+        // Commands arrive on libmosquitto's thread; the loop below applies and confirms them.
+        let received = Mutex<[SimulatedCommand]>([])
+        let client = try MQTTClient(configuration: mqtt) { message in
+            let parts = message.topic.split(separator: "/")
+            guard parts.count >= 2, parts.last == "command", let code = parts.dropLast().last.map(String.init),
+                codeSet.contains(code), let command = SimulatedCommand.parse(code: code, payload: message.payload)
+            else { return }
+            received.withLock { $0.append(command) }
+        }
+        if obeyCommands { client.setSubscriptions([(filter: "\(prefix)/+/command", qos: 1)]) }
         try client.start()
         guard client.waitUntilConnectedBlocking(timeout: .seconds(15)) else {
             printError("cannot connect to the broker at \(mqtt.redactedURL)")
@@ -84,8 +102,51 @@ struct SimulateCommand: ParsableCommand {
         defer { signalSources.forEach { $0.cancel() } }
 
         var fleet = codes.enumerated().map { SimulatedOutlet(code: $1, index: $0) }
-        let prefix = configuration.mqtt.topicPrefix
+        // Every QoS 1 publish, counted against the broker's acknowledgements (the in-flight window).
         var published: UInt64 = 0
+        let indexByCode = Dictionary(uniqueKeysWithValues: codes.enumerated().map { ($1, $0) })
+        func report(_ code: String, _ kind: String, _ payload: String) {
+            if (try? client.publish("\(prefix)/\(code)/\(kind)", payload: Array(payload.utf8), qos: 1, retain: true))
+                != nil
+            {
+                published += 1
+            }
+        }
+        if obeyCommands {
+            for outlet in fleet {
+                report(outlet.code, "availability", "online")
+                report(outlet.code, "state", outlet.isOn ? "on" : "off")
+            }
+        }
+        /// Applies the commands received and confirms each with a state report.
+        func obey() {
+            for command in received.withLock({ commands in
+                defer { commands = [] }; return commands
+            }) {
+                guard let index = indexByCode[command.code] else { continue }
+                fleet[index].isOn = command.turnOn
+                if (try? client.publish(
+                    "\(prefix)/\(command.code)/state", payload: command.statePayload, qos: 1, retain: true)) != nil
+                {
+                    published += 1
+                }
+                logger.info(
+                    "switched by command",
+                    metadata: [
+                        "code": "\(command.code)", "state": "\(command.turnOn ? "on" : "off")",
+                        "command": "\(command.commandID)",
+                    ])
+            }
+        }
+        /// Sleeps until `due`, obeying commands meanwhile; true when asked to stop.
+        func wait(until due: Date) -> Bool {
+            while true {
+                if obeyCommands { obey() }
+                let left = due.timeIntervalSinceNow
+                if left <= 0.002 { return stop.isSet }
+                if stop.sleep(seconds: obeyCommands ? min(left, 0.05) : left) { return true }
+            }
+        }
         var invalid: UInt64 = 0
         var publishErrors: UInt64 = 0
         var random = SplitMix64(seed: UInt64(ProcessInfo.processInfo.processIdentifier))
@@ -98,8 +159,7 @@ struct SimulateCommand: ParsableCommand {
                 if stop.isSet { break rounds }
                 // Spread the fleet's readings over the interval instead of bursting them.
                 let due = roundStart.addingTimeInterval(interval * Double(index) / Double(fleet.count))
-                let wait = due.timeIntervalSinceNow
-                if wait > 0.002 && stop.sleep(seconds: wait) { break rounds }
+                if wait(until: due) { break rounds }
                 let now = Date()
                 let payload: [UInt8]
                 if invalidPercent > 0 && Double(random.next() % 10_000) < invalidPercent * 100 {
@@ -138,6 +198,9 @@ struct SimulateCommand: ParsableCommand {
             }
         }
 
+        if obeyCommands {
+            for outlet in fleet { report(outlet.code, "availability", "offline") }
+        }
         // Wait for the broker to acknowledge what was published.
         let acknowledged = client.waitUntilAcknowledged(atLeast: published, timeout: .seconds(30))
         client.stop()

@@ -191,6 +191,54 @@ import Testing
         #expect(try await daemon.waitForExit(timeout: 60) == 0)
     }
 
+    /// The demo's outlets (`simulate --obey-commands`): online and `on` at start, a switch from the CLI confirmed by
+    /// their state report, their readings 0 W once off, and offline when the simulation stops.
+    @Test func simulatedOutletsObeyCommands() async throws {
+        let url = try Harness.migratedDatabase()
+        let configuration = try Harness.configuration(databaseURL: url)
+        let daemon = try OutletdProcess.start(configuration)
+        try await Harness.waitForStatus(configuration, "online")
+        let environment = [
+            "OUTLETD_DATABASE_URL": url, "OUTLETD_MQTT_URL": configuration.mqtt.url,
+            "OUTLETD_MQTT_TOPIC_PREFIX": configuration.mqtt.topicPrefix,
+        ]
+        let outletd = try OutletdProcess.executable()
+        let simulator = try BackgroundProcess(
+            [outletd, "simulate", "--outlets", "2", "--interval", "0.3", "--register", "--obey-commands"],
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            logPath: "\(try TestStack.shared().directory)/\(TestStack.uniqueName("sim")).log")
+        try await Harness.waitUntil(timeout: 20, "the outlets online and on") {
+            try Harness.scalar(
+                url, "SELECT string_agg(code || ' ' || online || ' ' || reported_state, ',' ORDER BY code) FROM devices"
+            )
+                == "sim-0001 true on,sim-0002 true on"
+        }
+        let switched = try await Blocking.run {
+            try TestStack.run(
+                [outletd, "switch", "sim-0001", "off", "--wait", "--timeout", "20", "--format", "json"],
+                environment: environment)
+        }
+        let result = try #require(try JSONSerialization.jsonObject(with: Data(switched.utf8)) as? [String: Any])
+        #expect(result["status"] as? String == "confirmed", "\(switched)")
+        #expect(result["latency_ms"] is Int)
+        try await Harness.waitUntil(timeout: 20, "a reading of 0 W after the switch") {
+            try Harness.count(
+                url,
+                """
+                SELECT count(*) FROM samples s JOIN devices d ON d.id = s.device_id
+                WHERE d.code = 'sim-0001' AND s.power_watts = 0 AND s.current_amperes = 0
+                  AND s.received_at > (SELECT finished_at FROM commands ORDER BY id DESC LIMIT 1)
+                """) > 0
+        }
+        simulator.signal(SIGTERM)
+        #expect(await simulator.waitForExit(timeout: 30) == 0)
+        try await Harness.waitUntil(timeout: 20, "the outlets offline") {
+            try Harness.count(url, "SELECT count(*) FROM devices WHERE online IS FALSE") == 2
+        }
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit(timeout: 60) == 0)
+    }
+
     /// `rollups.maintain: false` in the daemon: readings are stored without rollups and the daemon
     /// says so; started again with rollups maintained, it names the rebuild to run, and that
     /// rebuild puts every stored reading into the rollups and clears the note.
