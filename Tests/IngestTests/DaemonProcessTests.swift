@@ -285,6 +285,9 @@ import Testing
             [try OutletdProcess.executable(), "rollup", "rebuild", "--since", String(since)],
             environment: ["OUTLETD_DATABASE_URL": url])
         #expect(rebuild.contains("are in the rollups now"), "\(rebuild)")
+        // Not a terminal: progress as lines, the last one at 100 %, no bar or escape sequences.
+        #expect(rebuild.contains("rollup rebuild: 100% done in "), "\(rebuild)")
+        #expect(!rebuild.contains("\u{1B}") && !rebuild.contains("#"), "\(rebuild)")
         #expect(try Harness.count(url, "SELECT sum(sample_count) FROM power_rollups_minute") == 30)
         #expect(
             try Harness.count(url, "SELECT count(*) FROM rollup_settings WHERE unmaintained_since IS NOT NULL") == 0)
