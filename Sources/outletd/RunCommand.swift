@@ -1,6 +1,7 @@
 import ArgumentParser
 import CMalloc
 import Config
+import CoreMetrics
 import Daemon
 import Logging
 import Observability
@@ -36,6 +37,8 @@ struct RunCommand: AsyncParsableCommand {
         var (configuration, logger) = try options.bootstrap()
         if noMigrate { configuration.database.migrateOnStart = false }
         let service = IngestService(configuration: configuration, logger: logger)
+        // Libraries that record through swift-metrics land in the same registry, on /metrics.
+        MetricsSystem.bootstrap(service.metrics.factory)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: service)]
         if !configuration.http.listen.isEmpty {
             let health = try HealthServer(
