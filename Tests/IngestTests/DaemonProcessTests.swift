@@ -221,6 +221,22 @@ import Testing
         let result = try #require(try JSONSerialization.jsonObject(with: Data(switched.utf8)) as? [String: Any])
         #expect(result["status"] as? String == "confirmed", "\(switched)")
         #expect(result["latency_ms"] is Int)
+        // `switch CODE status`: the outlet's state and its newest commands, as a table or JSON.
+        let statusText = try TestStack.run([outletd, "switch", "sim-0001", "status"], environment: environment)
+        #expect(statusText.hasPrefix("sim-0001: online, reported off, desired off\n"), "\(statusText)")
+        #expect(statusText.contains("confirmed"))
+        let status = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(
+                    try TestStack.run(
+                        [outletd, "switch", "sim-0001", "status", "--format", "json"], environment: environment
+                    ).utf8)) as? [String: Any])
+        #expect(status["online"] as? Bool == true)
+        #expect(status["reported_state"] as? String == "off")
+        let commands = try #require(status["commands"] as? [[String: Any]])
+        #expect(commands.count == 1)
+        #expect(commands.first?["status"] as? String == "confirmed")
+        #expect(commands.first?["source"] as? String == "cli")
         try await Harness.waitUntil(timeout: 20, "a reading of 0 W after the switch") {
             try Harness.count(
                 url,
