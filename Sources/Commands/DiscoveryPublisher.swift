@@ -12,8 +12,9 @@ import Telemetry
 /// Like ``RegistryListener``: a full load at start, after every reconnect and every `refreshInterval`, and
 /// LISTEN `outletd_devices` for single changes. An enabled native outlet is announced (or announced again when its
 /// name changes); a disabled one, a removed one or one that is no longer native is cleared with empty retained
-/// configs. At start every disabled native outlet is cleared too, since outletd cannot know what an earlier run
-/// announced. A failed publish is tried again on the next pass.
+/// configs. At start every disabled native outlet is cleared too, and so is every outlet whose configs the broker
+/// still keeps although it is no longer registered (removed while outletd was stopped): a short-lived client
+/// reads the retained configs once. A failed publish is tried again on the next pass.
 public struct DiscoveryPublisher: DatabaseJob {
     public var name: String { "outletd-discovery" }
     let discovery: HomeAssistantDiscovery
@@ -21,11 +22,50 @@ public struct DiscoveryPublisher: DatabaseJob {
     let refreshInterval: Double
     let logger: Logger
 
-    public init(discovery: HomeAssistantDiscovery, client: MQTTClient, refreshInterval: Double, logger: Logger) {
+    /// The broker as a reader of the retained configs (a client id of its own, clean session), or nil to skip.
+    let reader: MQTTConfiguration?
+
+    public init(
+        discovery: HomeAssistantDiscovery, client: MQTTClient, reader: MQTTConfiguration?, refreshInterval: Double,
+        logger: Logger
+    ) {
         self.discovery = discovery
         self.client = client
+        self.reader = reader
         self.refreshInterval = refreshInterval
         self.logger = logger
+    }
+
+    /// The outlets whose configs the broker keeps (retained, not empty). Blocking: at most about 4 s.
+    func announcedOutlets(_ reader: MQTTConfiguration) -> Set<String> {
+        let seen = Guarded((codes: Set<String>(), lastAt: Date()))
+        let discovery = self.discovery
+        guard
+            let client = try? MQTTClient(
+                configuration: reader,
+                onMessage: { message in
+                    guard message.retain, !message.payload.isEmpty,
+                        let code = discovery.code(ofTopic: message.topic)
+                    else { return }
+                    seen.withLock {
+                        $0.codes.insert(code.rawValue)
+                        $0.lastAt = Date()
+                    }
+                })
+        else { return [] }
+        client.setSubscriptions([(filter: discovery.configFilter, qos: 1)])
+        defer { client.stop() }
+        guard (try? client.start()) != nil, client.waitUntilConnectedBlocking(timeout: .seconds(3)) else {
+            logger.warning("cannot read the retained home assistant configs; stale ones stay until cleared")
+            return []
+        }
+        // The broker sends the retained messages right after the subscription: done when none came for 0.5 s.
+        seen.withLock { $0.lastAt = Date() }
+        let deadline = Date().addingTimeInterval(3)
+        while Date() < deadline, Date().timeIntervalSince(seen.withLock { $0.lastAt }) < 0.5 {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return seen.withLock { $0.codes }
     }
 
     /// What Home Assistant should show of one outlet: its name when announced, nil when cleared.
@@ -33,6 +73,8 @@ public struct DiscoveryPublisher: DatabaseJob {
 
     /// What this run has published per code (survives reconnects of the worker: same instance).
     private let published = Guarded([String: Wanted]())
+    /// Whether the retained configs were read (once per run of outletd).
+    private let swept = Guarded(false)
 
     public func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
         try connection.listen(RegistryListener.channel)
@@ -51,6 +93,11 @@ public struct DiscoveryPublisher: DatabaseJob {
             wanted = next
         }
         try loadAll()
+        if let reader, !swept.withLock({ $0 }) {
+            // Announced by an earlier run and no longer registered: cleared like a removed outlet.
+            for code in announcedOutlets(reader) where wanted[code] == nil { wanted[code] = .some(nil) }
+            swept.withLock { $0 = true }
+        }
         var lastFullLoad = Date()
         while !context.stop.isSet {
             reconcile(wanted)

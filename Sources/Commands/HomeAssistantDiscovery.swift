@@ -113,6 +113,27 @@ public struct HomeAssistantDiscovery: Sendable {
         }
     }
 
+    /// The filter matching every config outletd publishes (`<discovery prefix>/+/outletd/+/config`).
+    public var configFilter: String { "\(discoveryPrefix)/+/outletd/+/config" }
+
+    /// The outlet a config topic of ``topics(code:)`` belongs to, or nil for any other topic.
+    public func code(ofTopic topic: String) -> DeviceCode? {
+        let head = "\(discoveryPrefix)/"
+        guard topic.hasPrefix(head), topic.hasSuffix("/config") else { return nil }
+        let parts = topic.dropFirst(head.count).dropLast("/config".count).split(
+            separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[1] == "outletd" else { return nil }
+        switch parts[0] {
+        case "switch": return DeviceCode(String(parts[2]))
+        case "sensor":
+            for sensor in Self.sensors where parts[2].hasSuffix("_\(sensor.key)") {
+                return DeviceCode(String(parts[2].dropLast(sensor.key.count + 1)))
+            }
+            return nil
+        default: return nil
+        }
+    }
+
     /// The empty retained messages that remove outlet `code`'s entities.
     public func clear(code: DeviceCode) -> [Message] {
         topics(code: code).map { Message(topic: $0, payload: []) }

@@ -174,10 +174,17 @@ public final class IngestService: Service, Sendable {
             let discovery = HomeAssistantDiscovery(
                 discoveryPrefix: configuration.homeAssistant.prefix, topicPrefix: configuration.mqtt.topicPrefix,
                 version: build.version)
+            // A reader of the configs the broker keeps, with the daemon's credentials and TLS and a client id
+            // of its own.
+            var reader = try MQTTConfiguration(
+                url: configuration.mqtt.url, clientID: "\(configuration.instanceID)-discovery")
+            reader.cleanStart = true
+            reader.sessionExpiryInterval = 0
+            reader.tls = MQTTIntake.tls(configuration.mqtt, base: reader.tls)
             services.append(
                 worker(
                     DiscoveryPublisher(
-                        discovery: discovery, client: intake.client,
+                        discovery: discovery, client: intake.client, reader: reader,
                         refreshInterval: configuration.registry.refreshIntervalSeconds, logger: logger)))
         }
         services += [

@@ -58,16 +58,32 @@ import Testing
         let discovery = HomeAssistantDiscovery(discoveryPrefix: haPrefix, topicPrefix: prefix, version: "x")
         let kitchen = discovery.topics(code: try #require(DeviceCode("kitchen-1")))
         let hall = discovery.topics(code: try #require(DeviceCode("hall-2")))
+        // An outlet announced by an earlier run and removed while outletd was stopped.
+        let gone = try discovery.announce(code: try #require(DeviceCode("gone-9")), name: "")
+        do {
+            let publisher = try Harness.publisher()
+            defer { publisher.stop() }
+            for message in gone {
+                try await publisher.publishAcknowledged(message.topic, payload: message.payload, retain: true)
+            }
+        }
 
         try await Harness.withService(configuration) { _ in
-            // A watcher that connects after the announcement: what it gets, the broker kept (retained).
-            try await Task.sleep(for: .milliseconds(300))
             let watcher = try Watcher(url: configuration.mqtt.url, filter: "\(haPrefix)/#")
             defer { watcher.client.stop() }
             try await Harness.waitUntil(timeout: 10, "the five configs of kitchen-1") {
                 kitchen.allSatisfy { watcher.payload($0)?.isEmpty == false }
             }
-            #expect(kitchen.allSatisfy { watcher.latest.value[$0]?.retained == true })
+            // A subscriber that comes later gets them from the broker: retained.
+            let later = try Watcher(url: configuration.mqtt.url, filter: "\(haPrefix)/#")
+            defer { later.client.stop() }
+            try await Harness.waitUntil(timeout: 10, "the retained configs of kitchen-1") {
+                kitchen.allSatisfy { later.payload($0)?.isEmpty == false }
+            }
+            #expect(kitchen.allSatisfy { later.latest.value[$0]?.retained == true })
+            try await Harness.waitUntil(timeout: 10, "the configs of the removed gone-9 cleared") {
+                gone.allSatisfy { watcher.payload($0.topic) == nil || watcher.payload($0.topic) == "" }
+            }
             #expect(kitchen[0] == "\(haPrefix)/switch/outletd/kitchen-1/config")
 
             let commandTopic = try Self.checkConfigs(watcher, kitchen, prefix: prefix)
@@ -96,7 +112,7 @@ import Testing
             let late = try Watcher(url: configuration.mqtt.url, filter: "\(haPrefix)/#")
             defer { late.client.stop() }
             try await Task.sleep(for: .seconds(1))
-            #expect(late.latest.value.keys.allSatisfy { !$0.contains("kitchen-1") })
+            #expect(late.latest.value.keys.allSatisfy { !$0.contains("kitchen-1") && !$0.contains("gone-9") })
 
             // Enabled again: announced again; removed: cleared.
             try Self.store(url) { try $0.setEnabled("kitchen-1", true) }
@@ -160,5 +176,10 @@ import Testing
         #expect((switchConfig["device"] as? [String: Any])?["name"] as? String == "plug_7", "the code when unnamed")
         #expect((switchConfig["origin"] as? [String: Any])?["sw_version"] as? String == "1.0")
         #expect(discovery.clear(code: try #require(DeviceCode("plug_7"))).allSatisfy { $0.payload.isEmpty })
+        // Each config topic names its outlet; other topics name none.
+        #expect(messages.allSatisfy { discovery.code(ofTopic: $0.topic)?.rawValue == "plug_7" })
+        #expect(discovery.code(ofTopic: "homeassistant/sensor/outletd/plug_7_humidity/config") == nil)
+        #expect(discovery.code(ofTopic: "homeassistant/switch/other/plug_7/config") == nil)
+        #expect(discovery.code(ofTopic: "elsewhere/switch/outletd/plug_7/config") == nil)
     }
 }
