@@ -1,22 +1,23 @@
 # outletd — the two commands of README.md, and the pieces behind them.
 SWIFT ?= swift
 
-.PHONY: run test deps build sql lint format fuzz clean chaos chaos-short bench bench-soak scale-test browser-test
+.PHONY: run test deps build build-info install deb sql lint format fuzz clean chaos chaos-short bench bench-soak scale-test browser-test
 
 ## make run: install what is missing, start a throwaway mosquitto + PostgreSQL, outletd and
 ## simulated outlets, and show the per-outlet summary updating (Ctrl-C stops everything).
-run: deps
+run: deps build-info
 	scripts/demo
 
 ## make test: install what is missing, build, run every test (they start their own servers),
 ## then the short chaos run (kill -9, PostgreSQL and mosquitto restarts; under a minute).
-test: deps lint
+test: deps lint build-info
 	$(SWIFT) build --build-tests
 	# One test at a time: several tests time real daemons, and on a 2-core machine parallel
 	# tests that block Swift's cooperative pool (libpq, process start-up) would starve them.
 	$(SWIFT) test --no-parallel
 	scripts/browser-test
 	scripts/check-systemd
+	scripts/check-packaging
 	scripts/fuzz 30
 	scripts/chaos --short
 
@@ -63,8 +64,25 @@ format:
 deps:
 	scripts/install-deps
 
-build: deps
+build: deps build-info
 	$(SWIFT) build
+
+## make build-info: the version (VERSION) and git commit that `outletd --version` and /metrics report, written
+## into Sources/CBuildInfo/generated/ (not committed); a plain `swift build` without it reports "dev".
+build-info:
+	scripts/build-info
+
+## make install PREFIX=/usr/local DESTDIR=: the release binary (Swift runtime linked in), its man page,
+## bash/zsh/fish completions, the systemd unit, a sysusers.d/tmpfiles.d pair and /etc/outletd/outletd.yaml
+## (kept if present). make deb: the same as a Debian package in .build/deb/ (unit enabled by postinst,
+## the configuration a conffile).
+PREFIX ?= /usr/local
+DESTDIR ?=
+install: deps
+	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" scripts/install
+
+deb: deps
+	scripts/build-deb
 
 ## make sql: embed sql/*.sql into the binary after editing a migration (a test fails until you do).
 sql:

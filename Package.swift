@@ -19,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // C libraries, reached through system library targets.
@@ -34,6 +36,8 @@ let package = Package(
         ),
         // glibc's malloc.h (mallopt), for the daemon's memory policy.
         .systemLibrary(name: "CMalloc"),
+        // The version and git commit, written by scripts/build-info (make) into a header; "dev" without it.
+        .target(name: "CBuildInfo"),
 
         // Swift faces of the C libraries.
         .target(name: "MQTT", dependencies: ["CMosquitto"]),
@@ -61,12 +65,14 @@ let package = Package(
             dependencies: [
                 "MessageSpool", "MQTT", "Postgres", "Telemetry", .product(name: "Yams", package: "Yams"),
             ]),
-        // Counters, /metrics, /healthz, /readyz, JSON logs.
+        // Counters (swift-metrics, exported by swift-prometheus), /metrics, /healthz, /readyz, JSON logs.
         .target(
             name: "Observability",
             dependencies: [
-                "Config", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                "CBuildInfo", "Config", "Runtime", "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         // Everything outletd says in SQL: schema, registry, batches, rollups, queries, commands.
@@ -119,6 +125,7 @@ let package = Package(
                 "Storage", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

@@ -426,7 +426,8 @@ public struct CommandRelay: DatabaseJob {
             let topic = NativeProtocol.topic(prefix: settings.topicPrefix, code: code, kind: .set) + "/result"
             do {
                 try relay.client.publish(topic, payload: result.result.payload, qos: 1)
-                relay.metrics.commandResultPublished(result.result.result)
+                relay.metrics.commandResultPublished(
+                    result.result.result, secondsSinceRequest: result.secondsSinceRequest)
             } catch {
                 relay.logger.warning("publishing a command result failed", metadata: ["error": "\(error)"])
             }

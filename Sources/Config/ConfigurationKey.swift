@@ -254,6 +254,10 @@ extension ConfigurationKey {
             "commands.inbox_max_messages", \.commands.inboxMaxMessages, 1...10_000_000,
             "set requests and state reports not yet handled before intake waits"),
         .bool(
+            "homeassistant.discovery", \.homeAssistant.discovery,
+            "publish Home Assistant MQTT discovery configs for every enabled native outlet"),
+        .string("homeassistant.prefix", \.homeAssistant.prefix, "Home Assistant's MQTT discovery prefix"),
+        .bool(
             "rollups.maintain", \.rollups.maintain,
             "maintain the rollups with every batch (false: raw samples only, rebuild later)"),
         .string("rollups.time_zone", \.rollups.timeZone, "IANA time zone of the daily rollups"),

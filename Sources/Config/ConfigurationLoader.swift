@@ -192,6 +192,11 @@ public struct ConfigurationLoader: Sendable {
                 !group.contains(where: { "/+#".contains($0) }), key,
                 "a share group name cannot contain \"/\", \"+\" or \"#\" (MQTT v5 $share/<group>/<filter>)")
         }
+        require(
+            !configuration.homeAssistant.prefix.contains(where: { "+#".contains($0) })
+                && !configuration.homeAssistant.prefix.hasPrefix("/")
+                && !configuration.homeAssistant.prefix.hasSuffix("/"),
+            "homeassistant.prefix", "a topic prefix without wildcards (+, #) or a leading or trailing /")
         let retention = configuration.retention
         require(
             retention.minuteRollupDays >= retention.rawDays + 2, "retention.minute_rollup_days",
@@ -202,6 +207,14 @@ public struct ConfigurationLoader: Sendable {
         require(
             retention.dailyRollupDays == 0 || retention.dailyRollupDays >= retention.minuteRollupDays,
             "retention.daily_rollup_days", "must be 0 (forever) or at least retention.minute_rollup_days")
+        if let scheme = OutletdConfiguration.Database.unsupportedScheme(of: configuration.database.url) {
+            problems.append(
+                Problem(
+                    source: "configuration", key: "database.url",
+                    message:
+                        "unsupported scheme \"\(scheme)://\": outletd stores into PostgreSQL; give a postgresql:// "
+                        + "or postgres:// URI, or a libpq key=value string (host=… dbname=…)"))
+        }
         do {
             _ = try MQTTConfiguration(url: configuration.mqtt.url, clientID: configuration.instanceID)
         } catch {

@@ -23,8 +23,17 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public var http = HTTPSettings()
     public var app = AppSettings()
     public var protocols = ProtocolSettings()
+    public var homeAssistant = HomeAssistantSettings()
 
     public init() {}
+
+    /// Home Assistant MQTT discovery (README.md, "Home Assistant").
+    public struct HomeAssistantSettings: Sendable, Equatable {
+        /// Publish retained discovery configs for every enabled native outlet (a switch and four sensors).
+        public var discovery = false
+        /// Home Assistant's discovery prefix.
+        public var prefix = "homeassistant"
+    }
 
     /// Tasmota and Shelly topic layouts (docs/PROTOCOLS.md). Lists are comma-separated.
     public struct ProtocolSettings: Sendable, Equatable {
@@ -46,11 +55,25 @@ public struct OutletdConfiguration: Sendable, Equatable {
     /// PostgreSQL.
     public struct Database: Sendable, Equatable {
         /// A libpq connection string (`host=… dbname=…`) or URI (`postgresql://user:pass@host/db`).
-        public var url = "postgresql://outletd@127.0.0.1:5432/outletd"
+        public var url = Self.defaultURL
+        /// What `url` is when nothing sets it.
+        public static let defaultURL = "postgresql://outletd@127.0.0.1:5432/outletd"
         /// Apply pending migrations when `outletd run` starts.
         public var migrateOnStart = true
         /// Upper bound of the reconnect backoff, seconds.
         public var reconnectDelayMaxSeconds = 30.0
+
+        /// The URI schemes libpq accepts.
+        public static let supportedSchemes = ["postgresql", "postgres"]
+
+        /// The scheme of a URI `url` that libpq cannot use (`mysql` of `mysql://…`), or nil: a PostgreSQL URI or a
+        /// key=value connection string.
+        public static func unsupportedScheme(of url: String) -> String? {
+            guard let separator = url.range(of: "://") else { return nil }
+            let scheme = String(url[..<separator.lowerBound])
+            guard !scheme.isEmpty, !scheme.contains(where: { $0 == " " || $0 == "=" }) else { return nil }
+            return supportedSchemes.contains(scheme.lowercased()) ? nil : scheme
+        }
     }
 
     /// The MQTT broker.

@@ -99,7 +99,16 @@ public final class IngestService: Service, Sendable {
     public func run() async throws {
         let (configuration, logger, metrics) = (self.configuration, self.logger, self.metrics)
         let database = configuration.database
-        try await prepareDatabase()
+        let build = BuildInfo.current
+        logger.info(
+            "outletd \(build.version) starting",
+            metadata: [
+                "version": "\(build.version)", "commit": "\(build.commit)", "instance": "\(configuration.instanceID)",
+            ])
+        guard try await prepareDatabase() else {
+            logger.info("stopped before the database answered")
+            return
+        }
         // Tasmota FullTopics of registered outlets are subscribed to besides the configured ones (read at start).
         let registeredFullTopics = try await Blocking.run("outletd-full-topics") {
             let connection = try PostgresConnection(connectionString: database.url, applicationName: "outletd-start")
@@ -162,6 +171,23 @@ public final class IngestService: Service, Sendable {
             worker(CommandListener(inbox: inbox, ownBackendPID: { relay.backendPID })),
         ]
         if let membership { services.append(worker(membership)) }
+        if configuration.homeAssistant.discovery {
+            let discovery = HomeAssistantDiscovery(
+                discoveryPrefix: configuration.homeAssistant.prefix, topicPrefix: configuration.mqtt.topicPrefix,
+                version: build.version)
+            // A reader of the configs the broker keeps, with the daemon's credentials and TLS and a client id
+            // of its own.
+            var reader = try MQTTConfiguration(
+                url: configuration.mqtt.url, clientID: "\(configuration.instanceID)-discovery")
+            reader.cleanStart = true
+            reader.sessionExpiryInterval = 0
+            reader.tls = MQTTIntake.tls(configuration.mqtt, base: reader.tls)
+            services.append(
+                worker(
+                    DiscoveryPublisher(
+                        discovery: discovery, client: intake.client, reader: reader,
+                        refreshInterval: configuration.registry.refreshIntervalSeconds, logger: logger)))
+        }
         services += [
             worker(relay), writer, StatisticsLog(metrics: metrics, logger: logger),
             Watchdog(notifier: notifier, writer: writer.heartbeat, logger: logger),
@@ -185,8 +211,9 @@ public final class IngestService: Service, Sendable {
             ])
     }
 
-    /// Connects (retrying while the database is down) and applies or checks migrations.
-    private func prepareDatabase() async throws {
+    /// Connects (retrying while the database is down) and applies or checks migrations. Returns false when asked
+    /// to stop before the database answered.
+    private func prepareDatabase() async throws -> Bool {
         let configuration = self.configuration
         let logger = self.logger
         var backoff = Backoff(initial: 0.5, maximum: configuration.database.reconnectDelayMaxSeconds)
@@ -238,14 +265,15 @@ public final class IngestService: Service, Sendable {
                             ])
                     }
                 }
-                return
+                return true
             } catch let error as PostgresError where error.isConnectionError {
                 let delay = backoff.nextDelay()
                 logger.warning(
                     "database unavailable at start; retrying",
                     metadata: ["error": "\(error)", "retry_in_s": "\(String(format: "%.1f", delay))"])
-                try await Task.sleep(for: .milliseconds(Int(delay * 1_000)))
-                if Task.isCancelled || Task.isShuttingDownGracefully { throw CancellationError() }
+                // SIGTERM or Ctrl-C while waiting: no error, nothing to stop yet.
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(Int(delay * 1_000))) }
+                if Task.isCancelled || Task.isShuttingDownGracefully { return false }
             }
         }
     }

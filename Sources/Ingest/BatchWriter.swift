@@ -124,6 +124,8 @@ public final class BatchWriter: Service, Sendable {
         /// Where the current batch ends in the spool, and how many records it holds.
         var batchEnd: SpoolPosition?
         var batchRecords = 0
+        /// When the batch's messages were received, for `outletd_ingest_latency_seconds`.
+        var batchReceivedAt: [Date] = []
 
         init(writer: BatchWriter) {
             self.writer = writer
@@ -163,6 +165,7 @@ public final class BatchWriter: Service, Sendable {
                     batch.add(classified, of: record.message)
                     batchEnd = record.end
                     batchRecords += 1
+                    batchReceivedAt.append(record.message.receivedAt)
                 }
                 let now = Date()
                 if state.oldestReceivedAt == nil && !batch.isEmpty {
@@ -191,6 +194,8 @@ public final class BatchWriter: Service, Sendable {
                 if let end = batchEnd, policy.shouldFlush(state, now: now) {
                     guard flush(batch, end: end) else { return }
                     writer.spool.commit(through: end, records: batchRecords)
+                    writer.metrics.batchLatencies(receivedAt: batchReceivedAt, committedAt: Date())
+                    batchReceivedAt.removeAll(keepingCapacity: true)
                     batch = newBatch()
                     state = FlushPolicy.State()
                     batchEnd = nil

@@ -1,6 +1,7 @@
 import Config
 import Hummingbird
 import Logging
+import Runtime
 import ServiceLifecycle
 
 /// The HTTP face for operators and orchestrators (Hummingbird, loopback by default):
@@ -13,14 +14,17 @@ public struct HealthServer: Service {
 
     /// Fails when `listen` is not `host:port`.
     public init(
-        listen: String, metrics: IngestMetrics, instance: String, maxBacklogMessages: Int, logger: Logger
+        listen: String, metrics: IngestMetrics, maxBacklogMessages: Int, logger: Logger
     ) throws {
         guard let (host, port) = OutletdConfiguration.HTTPSettings.parse(listen: listen) else {
             throw ConfigurationKeyError(message: "http.listen must be host:port, got \"\(listen)\"")
         }
         let router = Router()
+        let exposition = PrometheusExposition(metrics: metrics)
         router.get("metrics") { _, _ -> Response in
-            let body = PrometheusExposition.render(metrics.snapshot(), instance: instance)
+            // /proc is file I/O: read on a thread of its own, not on the cooperative pool.
+            let statistics = try? await Blocking.run("outletd-proc") { try ProcessStatistics.read() }
+            let body = exposition.render(process: statistics)
             return Response(
                 status: .ok, headers: [.contentType: PrometheusExposition.contentType],
                 body: .init(byteBuffer: ByteBuffer(string: body)))

@@ -95,16 +95,28 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
 
     /// One line for logs: code, message, SQLSTATE, detail, hint and the start of the query. Holds no passwords
     /// and no parameter values.
+    ///
+    /// libpq's messages may span lines (a failed connection says why for each address it tried, then a tab-indented
+    /// "Is the server running…?"): they are joined into one line, so a log line stays one line.
     public var description: String {
-        var text = "PostgresError.\(code): \(message)"
+        var text = "PostgresError.\(code): \(Self.oneLine(message))"
         if let sqlState { text += " (SQLSTATE \(sqlState))" }
-        if let detail { text += " DETAIL: \(detail)" }
-        if let hint { text += " HINT: \(hint)" }
+        if let detail { text += " DETAIL: \(Self.oneLine(detail))" }
+        if let hint { text += " HINT: \(Self.oneLine(hint))" }
         if let query {
             let limit = 300
             let shown = query.count > limit ? String(query.prefix(limit)) + "…" : query
-            text += " QUERY: \(shown)"
+            text += " QUERY: \(Self.oneLine(shown))"
         }
         return text
+    }
+
+    /// `message` with its lines trimmed and joined by "; " (empty lines dropped).
+    public var oneLineMessage: String { Self.oneLine(message) }
+
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline)
+            .map { line in String(line.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
+            .filter { !$0.isEmpty }.joined(separator: "; ")
     }
 }

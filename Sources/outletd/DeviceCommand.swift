@@ -7,6 +7,8 @@ import Runtime
 import Storage
 import Telemetry
 
+extension OutletProtocol: ExpressibleByArgument {}
+
 /// `outletd device …`: the registry of outlets.
 struct DeviceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,8 +28,8 @@ struct DeviceCommand: ParsableCommand {
         @Flag(help: "Register it disabled (its readings are rejected until enabled).") var disabled = false
         @Option(help: "Also print the broker's password_file line for this outlet (user = its code).")
         var mqttPassword: String?
-        @Option(name: .customLong("protocol"), help: "native, tasmota, shelly-gen1 or shelly-gen2.")
-        var protocolName: String = "native"
+        @Option(name: .customLong("protocol"), help: "How the outlet speaks MQTT.")
+        var outletProtocol: OutletProtocol = .native
         @Option(help: "The outlet's own topic: Tasmota %topic%, Shelly Gen1 id, Shelly Gen2 prefix.")
         var topic: String?
         @Option(help: "Tasmota FullTopic (default %prefix%/%topic%/); also list it in protocols.tasmota_full_topics.")
@@ -38,9 +40,6 @@ struct DeviceCommand: ParsableCommand {
         @Option(help: "Tasmota's word for off (StateText), when not OFF.") var offWord: String?
 
         func run() throws {
-            guard let outletProtocol = OutletProtocol(rawValue: protocolName) else {
-                throw DeviceStoreError(message: "unknown protocol \(protocolName)")
-            }
             let record = try options.withDatabase { connection in
                 try DeviceStore(connection: connection).add(
                     .init(
@@ -59,9 +58,22 @@ struct DeviceCommand: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List registered outlets.")
         @OptionGroup var options: GlobalOptions
+        @OptionGroup var output: OutputOptions
 
         func run() throws {
             let devices = try options.withDatabase { connection in try DeviceStore(connection: connection).list() }
+            if output.format == .json {
+                print(
+                    try JSONOutput.render(
+                        devices.map { device -> [String: Any] in
+                            [
+                                "code": device.code, "name": device.name, "description": device.description,
+                                "enabled": device.enabled, "owner": JSONOutput.value(device.owner),
+                                "protocol": device.protocolName, "registered_at": JSONOutput.value(device.createdAt),
+                            ]
+                        }))
+                return
+            }
             let rows = devices.map {
                 [$0.code, $0.name, $0.enabled ? "enabled" : "disabled", $0.owner ?? "", $0.protocolName]
             }
@@ -157,9 +169,25 @@ struct DeviceCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List codes that sent data without being registered.")
         @OptionGroup var options: GlobalOptions
+        @OptionGroup var output: OutputOptions
 
         func run() throws {
             let pending = try options.withDatabase { connection in try DeviceStore(connection: connection).pending() }
+            if output.format == .json {
+                print(
+                    try JSONOutput.render(
+                        pending.map { device -> [String: Any] in
+                            [
+                                "code": device.code, "messages": device.messageCount,
+                                "first_seen_at": JSONOutput.value(device.firstSeenAt),
+                                "last_seen_at": JSONOutput.value(device.lastSeenAt), "last_topic": device.lastTopic,
+                                "suggested_protocol": JSONOutput.value(device.suggestedProtocol),
+                                "suggested_topic": JSONOutput.value(device.suggestedTopic),
+                                "suggested_channels": device.suggestedChannels,
+                            ]
+                        }))
+                return
+            }
             let rows = pending.map { device -> [String] in
                 var suggested = ""
                 if let suggestedProtocol = device.suggestedProtocol {

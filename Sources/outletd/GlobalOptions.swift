@@ -58,9 +58,19 @@ struct GlobalOptions: ParsableArguments {
         do {
             return try PostgresConnection(connectionString: configuration.database.url, applicationName: "outletd-cli")
         } catch {
-            printError(
-                "cannot connect to PostgreSQL at \(redactConnectionString(configuration.database.url)): \(error.message)"
-            )
+            var message =
+                "cannot connect to PostgreSQL at \(redactConnectionString(configuration.database.url)): "
+                + error.oneLineMessage
+            if configuration.database.url == OutletdConfiguration.Database.defaultURL {
+                message += """
+
+                    No database URL is set, so outletd tried its default. Set one, e.g.
+                      export OUTLETD_DATABASE_URL='postgresql://outletd:PASSWORD@db.example:5432/outletd'
+                    or database.url in the configuration file (--config FILE, $OUTLETD_CONFIG, \
+                    /etc/outletd/outletd.yaml), or OUTLETD_DATABASE_URL_FILE for a file holding it.
+                    """
+            }
+            printError(message)
             throw ExitCode(69)  // EX_UNAVAILABLE
         }
     }
@@ -90,6 +100,30 @@ enum LoggingBootstrap {
     }
 }
 
+/// How a command that prints a table prints it: `text` for people, `json` for scripts (one JSON document).
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case text, json
+}
+
+/// `--format text|json`, for every command that prints a table.
+struct OutputOptions: ParsableArguments {
+    @Option(help: "text (a table for people) or json (for scripts).") var format: OutputFormat = .text
+}
+
+/// JSON for `--format json`: keys sorted, times in RFC 3339 (UTC), absent values as null.
+enum JSONOutput {
+    /// A value JSONSerialization accepts: dates become RFC 3339 strings, nil becomes null.
+    static func value(_ date: Date?) -> Any { date.map(Format.timestamp) ?? NSNull() }
+    static func value(_ text: String?) -> Any { text ?? NSNull() }
+    static func value(_ number: Double?) -> Any { number ?? NSNull() }
+
+    /// `object` as one line of JSON.
+    static func render(_ object: Any) throws -> String {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
 /// Writes a line to standard error.
 func printError(_ message: String) {
     FileHandle.standardError.write(Data((message + "\n").utf8))
@@ -105,7 +139,7 @@ func reportingErrors<T>(_ body: () throws -> T) throws -> T {
         printError("error: \(error.message)")
         throw ExitCode.failure
     } catch let error as PostgresError {
-        printError("error: \(error)")
+        printError("error: \(error.oneLineMessage)")
         throw ExitCode.failure
     } catch {
         printError("error: \(error)")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Observability
 
 /// `outletd`: smart-outlet telemetry from MQTT into PostgreSQL.
 @main
@@ -11,6 +12,8 @@ struct Outletd: AsyncParsableCommand {
             exists), then OUTLETD_* environment variables, which override any key \
             (e.g. OUTLETD_DATABASE_URL, OUTLETD_MQTT_URL).
             """,
+        // `outletd --version`: the version and git commit make writes in (scripts/build-info), else "dev".
+        version: BuildInfo.current.description,
         subcommands: [
             RunCommand.self, MigrateCommand.self, DeviceCommand.self, SwitchCommand.self, StatsCommand.self,
             RollupCommand.self, SimulateCommand.self, CheckConfigCommand.self, BrokerCommand.self, UserCommand.self,

@@ -42,17 +42,29 @@ struct RollupCommand: ParsableCommand {
                             + "\(configuration.rollups.maxGapSeconds) s")
                 }
                 let targets = try store.rebuildTargets(since: start, code: device)
+                // Progress in seconds of samples: a bar with the time left on a terminal, a line every 10 s
+                // otherwise (a log, a pipe, the journal).
+                let spans = targets.map { max(0, $0.until.timeIntervalSince($0.from)) }
+                var progress = ProgressEstimate(total: spans.reduce(0, +), startedAt: Date())
+                let terminal = isatty(STDOUT_FILENO) == 1
                 var total = 0
+                var before = 0.0
                 for (index, target) in targets.enumerated() {
-                    let span = max(1, target.until.timeIntervalSince(target.from))
                     let written = try store.rebuild(target) { reached, written in
-                        let percent = min(100, Int(reached.timeIntervalSince(target.from) / span * 100))
-                        print(
-                            "[\(index + 1)/\(targets.count)] \(target.code): \(percent)% "
-                                + "(up to \(Format.timestamp(reached)), \(written) minutes)")
+                        progress.advance(to: before + max(0, reached.timeIntervalSince(target.from)))
+                        let now = Date()
+                        let position = "\(index + 1)/\(targets.count) \(target.code), \(total + written) minutes"
+                        if terminal {
+                            print("\r\u{1B}[2K\(progress.bar(at: now))  \(position)", terminator: "")
+                            fflush(nil)  // every stream: the line has no newline to flush it
+                        } else if progress.shouldLog(at: now) {
+                            print("rollup rebuild: \(progress.line(at: now)) (\(position))")
+                        }
                     }
+                    before += spans[index]
                     total += written
                 }
+                if terminal && !targets.isEmpty { print() }
                 print("rebuilt \(total) minute buckets of \(targets.count) outlets, and their hours and days")
                 if device == nil, let missing = try store.unmaintainedSince() {
                     if try store.rebuilt(since: start) {

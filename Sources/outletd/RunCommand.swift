@@ -1,6 +1,7 @@
 import ArgumentParser
 import CMalloc
 import Config
+import CoreMetrics
 import Daemon
 import Logging
 import Observability
@@ -36,10 +37,12 @@ struct RunCommand: AsyncParsableCommand {
         var (configuration, logger) = try options.bootstrap()
         if noMigrate { configuration.database.migrateOnStart = false }
         let service = IngestService(configuration: configuration, logger: logger)
+        // Libraries that record through swift-metrics land in the same registry, on /metrics.
+        MetricsSystem.bootstrap(service.metrics.factory)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: service)]
         if !configuration.http.listen.isEmpty {
             let health = try HealthServer(
-                listen: configuration.http.listen, metrics: service.metrics, instance: configuration.instanceID,
+                listen: configuration.http.listen, metrics: service.metrics,
                 maxBacklogMessages: configuration.http.readyMaxBacklogMessages, logger: logger)
             services.append(.init(service: health))
         }

@@ -19,6 +19,7 @@ struct StatsCommand: ParsableCommand {
     @Option(help: "With CODE: the period, back from now (30m, 24h, 7d) or from an RFC 3339 time.")
     var since = "24h"
     @Option(help: "Print again every SECONDS until interrupted.") var watch: Double?
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         guard TimeArgument.parse(since) != nil else {
@@ -34,12 +35,19 @@ struct StatsCommand: ParsableCommand {
         let timeZone = TimeZone(identifier: timeZoneName) ?? .gmt
         repeat {
             let text = try reportingErrors {
-                if let code {
+                switch (code, output.format) {
+                case (let code?, .text):
                     return try renderOutlet(code, PowerStatsQuery(connection: connection), timeZone, timeZoneName)
+                case (let code?, .json):
+                    return try JSONOutput.render(try outletObject(code, PowerStatsQuery(connection: connection)))
+                case (nil, .text):
+                    return try renderAll(PowerSummaryQuery(connection: connection))
+                case (nil, .json):
+                    return try JSONOutput.render(try allObject(PowerSummaryQuery(connection: connection)))
                 }
-                return try renderAll(PowerSummaryQuery(connection: connection))
             }
-            if watch != nil { print("\u{1B}[H\u{1B}[2J", terminator: "") }
+            // JSON under --watch: one document per line, for a pipe.
+            if watch != nil && output.format == .text { print("\u{1B}[H\u{1B}[2J", terminator: "") }
             print(text)
             if let watch { Thread.sleep(forTimeInterval: max(0.2, watch)) }
         } while watch != nil
@@ -68,6 +76,41 @@ struct StatsCommand: ParsableCommand {
             average power by hour:
             \(PowerBarChart.render(stats.hours) { hourFormat.string(from: $0) })
             """
+    }
+
+    /// `--format json` with CODE: the figures of ``renderOutlet(_:_:_:_:)``, unrounded, with the hours.
+    func outletObject(_ code: String, _ query: PowerStatsQuery) throws -> [String: Any] {
+        let start = TimeArgument.parse(since) ?? Date()
+        guard let stats = try query.stats(code: code, since: start) else {
+            throw ValidationError("no device \(code) is registered")
+        }
+        return [
+            "code": stats.code, "name": stats.name, "since": Format.timestamp(start), "samples": stats.sampleCount,
+            "average_power_watts": JSONOutput.value(stats.averagePowerWatts),
+            "peak_power_watts": JSONOutput.value(stats.peakPowerWatts), "peak_at": JSONOutput.value(stats.peakAt),
+            "energy_watt_hours": stats.energyWattHours, "last_reading_at": JSONOutput.value(stats.lastReadingAt),
+            "hours": stats.hours.map { hour -> [String: Any] in
+                [
+                    "starts_at": Format.timestamp(hour.startsAt), "average_power_watts": hour.averagePowerWatts,
+                    "peak_power_watts": hour.peakPowerWatts, "energy_watt_hours": hour.energyWattHours,
+                ]
+            },
+        ]
+    }
+
+    /// `--format json` without CODE: every outlet's summary and the rejection counts.
+    func allObject(_ query: PowerSummaryQuery) throws -> [String: Any] {
+        let outlets = try query.all().map { summary -> [String: Any] in
+            [
+                "code": summary.code, "name": summary.name, "enabled": summary.enabled, "samples": summary.sampleCount,
+                "average_power_watts": JSONOutput.value(summary.averagePowerWatts),
+                "peak_power_watts": JSONOutput.value(summary.peakPowerWatts),
+                "peak_at": JSONOutput.value(summary.peakAt), "last_reading_at": JSONOutput.value(summary.lastReadingAt),
+            ]
+        }
+        var rejections: [String: Int64] = [:]
+        for rejection in try query.rejectionCounts() { rejections[rejection.reason] = rejection.count }
+        return ["outlets": outlets, "rejected": rejections]
     }
 
     func renderAll(_ query: PowerSummaryQuery) throws -> String {

@@ -26,8 +26,9 @@ enum Format {
         return formatter.string(from: date)
     }
 
+    /// Power for people: one decimal (`1234.5 W`).
     static func watts(_ value: Double?) -> String {
         guard let value else { return "-" }
-        return String(format: value >= 100 ? "%.0f W" : "%.1f W", value)
+        return String(format: "%.1f W", value)
     }
 }

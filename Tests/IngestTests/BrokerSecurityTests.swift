@@ -121,6 +121,16 @@ import Testing
             try await plugA.publishAcknowledged("outlets/plug-b/set", payload: Array("off".utf8))
         }
         try await plugA.publishAcknowledged("outlets/plug-a/telemetry", payload: Array("own".utf8))
+        // Home Assistant discovery: outletd writes its configs; an outlet cannot, not even its own.
+        try await outletd.publishAcknowledged(
+            "homeassistant/switch/outletd/plug-a/config", payload: Array("{}".utf8), retain: true)
+        await #expect(throws: MQTTError.self) {
+            try await plugA.publishAcknowledged(
+                "homeassistant/switch/outletd/plug-a/config", payload: Array("{}".utf8), retain: true)
+        }
+        await #expect(throws: MQTTError.self) {
+            try await plugA.publishAcknowledged("homeassistant/switch/plug-a/config", payload: Array("{}".utf8))
+        }
         // The operator may switch B; outletd commands B.
         try await operatorClient.publishAcknowledged("outlets/plug-b/set", payload: Array("on".utf8))
         try await outletd.publishAcknowledged("outlets/plug-b/command", payload: Array("cmd-b".utf8))

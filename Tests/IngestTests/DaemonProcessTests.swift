@@ -191,6 +191,70 @@ import Testing
         #expect(try await daemon.waitForExit(timeout: 60) == 0)
     }
 
+    /// The demo's outlets (`simulate --obey-commands`): online and `on` at start, a switch from the CLI confirmed by
+    /// their state report, their readings 0 W once off, and offline when the simulation stops.
+    @Test func simulatedOutletsObeyCommands() async throws {
+        let url = try Harness.migratedDatabase()
+        let configuration = try Harness.configuration(databaseURL: url)
+        let daemon = try OutletdProcess.start(configuration)
+        try await Harness.waitForStatus(configuration, "online")
+        let environment = [
+            "OUTLETD_DATABASE_URL": url, "OUTLETD_MQTT_URL": configuration.mqtt.url,
+            "OUTLETD_MQTT_TOPIC_PREFIX": configuration.mqtt.topicPrefix,
+        ]
+        let outletd = try OutletdProcess.executable()
+        let simulator = try BackgroundProcess(
+            [outletd, "simulate", "--outlets", "2", "--interval", "0.3", "--register", "--obey-commands"],
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            logPath: "\(try TestStack.shared().directory)/\(TestStack.uniqueName("sim")).log")
+        try await Harness.waitUntil(timeout: 20, "the outlets online and on") {
+            try Harness.scalar(
+                url, "SELECT string_agg(code || ' ' || online || ' ' || reported_state, ',' ORDER BY code) FROM devices"
+            )
+                == "sim-0001 true on,sim-0002 true on"
+        }
+        let switched = try await Blocking.run {
+            try TestStack.run(
+                [outletd, "switch", "sim-0001", "off", "--wait", "--timeout", "20", "--format", "json"],
+                environment: environment)
+        }
+        let result = try #require(try JSONSerialization.jsonObject(with: Data(switched.utf8)) as? [String: Any])
+        #expect(result["status"] as? String == "confirmed", "\(switched)")
+        #expect(result["latency_ms"] is Int)
+        // `switch CODE status`: the outlet's state and its newest commands, as a table or JSON.
+        let statusText = try TestStack.run([outletd, "switch", "sim-0001", "status"], environment: environment)
+        #expect(statusText.hasPrefix("sim-0001: online, reported off, desired off\n"), "\(statusText)")
+        #expect(statusText.contains("confirmed"))
+        let status = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(
+                    try TestStack.run(
+                        [outletd, "switch", "sim-0001", "status", "--format", "json"], environment: environment
+                    ).utf8)) as? [String: Any])
+        #expect(status["online"] as? Bool == true)
+        #expect(status["reported_state"] as? String == "off")
+        let commands = try #require(status["commands"] as? [[String: Any]])
+        #expect(commands.count == 1)
+        #expect(commands.first?["status"] as? String == "confirmed")
+        #expect(commands.first?["source"] as? String == "cli")
+        try await Harness.waitUntil(timeout: 20, "a reading of 0 W after the switch") {
+            try Harness.count(
+                url,
+                """
+                SELECT count(*) FROM samples s JOIN devices d ON d.id = s.device_id
+                WHERE d.code = 'sim-0001' AND s.power_watts = 0 AND s.current_amperes = 0
+                  AND s.received_at > (SELECT finished_at FROM commands ORDER BY id DESC LIMIT 1)
+                """) > 0
+        }
+        simulator.signal(SIGTERM)
+        #expect(await simulator.waitForExit(timeout: 30) == 0)
+        try await Harness.waitUntil(timeout: 20, "the outlets offline") {
+            try Harness.count(url, "SELECT count(*) FROM devices WHERE online IS FALSE") == 2
+        }
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit(timeout: 60) == 0)
+    }
+
     /// `rollups.maintain: false` in the daemon: readings are stored without rollups and the daemon
     /// says so; started again with rollups maintained, it names the rebuild to run, and that
     /// rebuild puts every stored reading into the rollups and clears the note.
@@ -237,6 +301,9 @@ import Testing
             [try OutletdProcess.executable(), "rollup", "rebuild", "--since", String(since)],
             environment: ["OUTLETD_DATABASE_URL": url])
         #expect(rebuild.contains("are in the rollups now"), "\(rebuild)")
+        // Not a terminal: progress as lines, the last one at 100 %, no bar or escape sequences.
+        #expect(rebuild.contains("rollup rebuild: 100% done in "), "\(rebuild)")
+        #expect(!rebuild.contains("\u{1B}") && !rebuild.contains("#"), "\(rebuild)")
         #expect(try Harness.count(url, "SELECT sum(sample_count) FROM power_rollups_minute") == 30)
         #expect(
             try Harness.count(url, "SELECT count(*) FROM rollup_settings WHERE unmaintained_since IS NOT NULL") == 0)

@@ -14,14 +14,30 @@ public struct OutgoingCommand: Sendable, Equatable {
 public struct PendingResult: Sendable, Equatable {
     public var code: String
     public var result: SwitchResult
+    /// Seconds from the command's request to this transition (nil for a request refused before it was stored).
+    public var secondsSinceRequest: Double?
 
-    public init(code: String, result: SwitchResult) {
+    public init(code: String, result: SwitchResult, secondsSinceRequest: Double? = nil) {
         self.code = code
         self.result = result
+        self.secondsSinceRequest = secondsSinceRequest
     }
 }
 
 /// A command's row, as the CLI and the tests read it.
+/// An outlet's switching state and its newest commands (`outletd switch CODE status`).
+public struct SwitchStatus: Sendable, Equatable {
+    public var code: String
+    /// From its availability reports; nil before the first.
+    public var online: Bool?
+    /// What it last reported.
+    public var reported: SwitchState?
+    /// What was last asked of it.
+    public var desired: SwitchState?
+    /// Newest first.
+    public var commands: [CommandRecord]
+}
+
 public struct CommandRecord: Sendable, Equatable {
     public var id: Int64
     public var code: String
@@ -212,7 +228,8 @@ public struct CommandStore {
                 FROM next, commands c, devices d
                 WHERE t.id = next.id AND c.id = t.command_id AND d.id = c.device_id
                 RETURNING t.id, d.code, t.status, t.command_id, c.state, c.request_id, c.source, c.requested_by,
-                          t.reason, to_char(t.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                          t.reason, to_char(t.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                          extract(epoch FROM t.at - c.requested_at)::float8
                 """, [Int64(limit)])
             var rows: [(Int64, PendingResult)] = []
             for row in 0..<result.rowCount {
@@ -223,7 +240,13 @@ public struct CommandStore {
                     result: status.resultName, commandID: try result.int64(row: row, column: 3),
                     state: result[row, 4].flatMap(SwitchState.init(rawValue:)), requestID: result[row, 5],
                     source: result[row, 6], requestedBy: result[row, 7], reason: result[row, 8], at: result[row, 9])
-                rows.append((id, PendingResult(code: code, result: switchResult)))
+                rows.append(
+                    (
+                        id,
+                        PendingResult(
+                            code: code, result: switchResult,
+                            secondsSinceRequest: try result.double(row: row, column: 10))
+                    ))
             }
             for (_, pending) in rows.sorted(by: { $0.0 < $1.0 }) { publish(pending) }
             return true
@@ -266,22 +289,47 @@ public struct CommandStore {
         }
     }
 
+    /// The columns ``record(_:row:)`` reads, of `commands c JOIN devices d`.
+    static let recordColumns = """
+        c.id, d.code, c.requested, c.state, c.status, c.reason, c.source, c.requested_by, c.requested_at,
+        c.sent_at, c.finished_at
+        """
+
+    static func record(_ result: PostgresResult, row: Int) throws -> CommandRecord? {
+        guard let id = try result.int64(row: row, column: 0),
+            let status = result[row, 4].flatMap(CommandStatus.init(rawValue:))
+        else { return nil }
+        return CommandRecord(
+            id: id, code: result[row, 1] ?? "", requested: result[row, 2] ?? "",
+            state: result[row, 3].flatMap(SwitchState.init(rawValue:)), status: status, reason: result[row, 5],
+            source: result[row, 6] ?? "", requestedBy: result[row, 7],
+            requestedAt: try result.date(row: row, column: 8), sentAt: try result.date(row: row, column: 9),
+            finishedAt: try result.date(row: row, column: 10))
+    }
+
     /// One command, or nil.
     public func find(_ id: Int64) throws -> CommandRecord? {
         let result = try connection.execute(
+            "SELECT \(Self.recordColumns) FROM commands c JOIN devices d ON d.id = c.device_id WHERE c.id = $1", [id])
+        return result.rowCount == 1 ? try Self.record(result, row: 0) : nil
+    }
+
+    /// An outlet's switching state: what it last said (availability, on/off), what was last asked, and its
+    /// newest `limit` commands, newest first. Nil when no such outlet is registered.
+    public func switchStatus(code: String, limit: Int) throws -> SwitchStatus? {
+        let outlet = try connection.execute(
+            "SELECT online, reported_state, desired_state FROM devices WHERE code = $1", [code])
+        guard outlet.rowCount == 1 else { return nil }
+        let commands = try connection.execute(
             """
-            SELECT c.id, d.code, c.requested, c.state, c.status, c.reason, c.source, c.requested_by, c.requested_at,
-                   c.sent_at, c.finished_at
-            FROM commands c JOIN devices d ON d.id = c.device_id WHERE c.id = $1
-            """, [id])
-        guard result.rowCount == 1, let id = try result.int64(row: 0, column: 0),
-            let status = result[0, 4].flatMap(CommandStatus.init(rawValue:))
-        else { return nil }
-        return CommandRecord(
-            id: id, code: result[0, 1] ?? "", requested: result[0, 2] ?? "",
-            state: result[0, 3].flatMap(SwitchState.init(rawValue:)), status: status, reason: result[0, 5],
-            source: result[0, 6] ?? "", requestedBy: result[0, 7], requestedAt: try result.date(row: 0, column: 8),
-            sentAt: try result.date(row: 0, column: 9), finishedAt: try result.date(row: 0, column: 10))
+            SELECT \(Self.recordColumns) FROM commands c JOIN devices d ON d.id = c.device_id
+            WHERE d.code = $1 ORDER BY c.requested_at DESC, c.id DESC LIMIT $2
+            """, [code, Int64(limit)])
+        return SwitchStatus(
+            code: code, online: try outlet.bool(row: 0, column: 0),
+            reported: outlet[0, 1].flatMap(SwitchState.init(rawValue:)),
+            desired: outlet[0, 2].flatMap(SwitchState.init(rawValue:)),
+            commands: try (0..<commands.rowCount).compactMap { try Self.record(commands, row: $0) })
     }
 
     private static func outgoing(_ result: PostgresResult) throws -> [OutgoingCommand] {
