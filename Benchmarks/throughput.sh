@@ -23,7 +23,7 @@
 # outletd's CPU (user + system, from /proc) and peak RSS are over its drain, start-up included.
 #
 # Knobs: READINGS (1000000), NAIVE_READINGS (100000), OUTLETS (10000 publishing), REGISTERED (100000
-# registered), LIVE_SECONDS (20), WARM_SECONDS (3), DRAIN_TIMEOUT (600 s per drain), CONFIG (release),
+# registered), LIVE_SECONDS (20), WARM_SECONDS (3), DRAIN_TIMEOUT (per drain: 600 s, or READINGS / 5000 s when longer), CONFIG (release),
 # BENCH_DAEMON (another outletd binary to run as the daemon, e.g. an older build; the simulator stays
 # this tree's), SOAK_SECONDS (600), SOAK_RATE (1000). Any outletd setting through its environment.
 set -euo pipefail
@@ -34,7 +34,9 @@ outlets=${OUTLETS:-10000}
 registered=${REGISTERED:-100000}
 live_seconds=${LIVE_SECONDS:-20}
 warm=${WARM_SECONDS:-3}
-drain_timeout=${DRAIN_TIMEOUT:-600}
+# Long enough for the slowest batched drain (the Python peer, ~16,000/s on a busy machine): 600 s, or
+# a second per 5,000 readings of a larger backlog (10 million: 2,000 s).
+drain_timeout=${DRAIN_TIMEOUT:-$(( readings / 5000 > 600 ? readings / 5000 : 600 ))}
 config=${CONFIG:-release}
 soak=0
 soak_seconds=${SOAK_SECONDS:-600}
