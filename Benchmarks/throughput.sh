@@ -150,7 +150,9 @@ python_drain() {
     t0=$(now)
     "${ingester[@]}" >>"$dir/python.log" 2>&1 &
     pid=$!
-    pids+=("$pid")
+    # This function runs in a command substitution, a subshell: `pids` does not reach the cleanup, so the
+    # subshell stops its ingester itself when it leaves (a drain that timed out included).
+    trap 'kill "$pid" 2>/dev/null || true' EXIT
     wait_rows "$count" "$base"
     kill -TERM "$pid"
     wait "$pid" || { tail "$dir/python.log" >&2; echo "bench: the Python ingester failed" >&2; exit 1; }
