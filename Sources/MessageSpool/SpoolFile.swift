@@ -48,21 +48,9 @@ final class SpoolFile: Sendable {
 
     /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
     func read(count: Int, at offset: Int64) throws(SpoolError) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let result = bytes.withUnsafeMutableBytes { buffer -> Int in
-                guard let base = buffer.baseAddress else { return 0 }
-                return pread(descriptor, base + done, count - done, off_t(offset) + off_t(done))
-            }
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw SpoolError.system("read \(path)")
-            }
-            if result == 0 { break }
-            done += result
-        }
-        if done < count { bytes.removeLast(count - done) }
+        var bytes: [UInt8] = []
+        let read = try read(count: count, at: offset, into: &bytes)
+        bytes.removeLast(bytes.count - read)
         return bytes
     }
 

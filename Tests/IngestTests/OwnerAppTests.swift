@@ -602,21 +602,10 @@ struct AppResponse: Sendable {
 
     /// Sends one request to 127.0.0.1:`port` over a fresh connection (`Connection: close`).
     static func exchange(port: Int, method: String, path: String, token: String?, body: String?) throws -> AppResponse {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw HarnessError("socket failed") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 15, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
+        guard let fd = HTTPProbe.connect(port: port, timeoutSeconds: 15) else {
+            throw HarnessError("cannot connect to 127.0.0.1:\(port)")
         }
-        guard connected else { throw HarnessError("cannot connect to 127.0.0.1:\(port)") }
+        defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
         let payload = Array((body ?? "").utf8)

@@ -32,10 +32,11 @@ public enum HTTPProbe {
     }
 
     /// Nil when nothing listens (or the answer is not HTTP).
-    public static func get(port: Int, path: String, timeoutSeconds: Int = 5) -> Response? {
+    /// A TCP connection to 127.0.0.1:`port` whose reads time out after `timeoutSeconds`; nil when nothing
+    /// listens. The caller closes it.
+    public static func connect(port: Int, timeoutSeconds: Int) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
-        defer { close(fd) }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
@@ -44,10 +45,19 @@ public enum HTTPProbe {
         address.sin_port = UInt16(port).bigEndian
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
-        guard connected else { return nil }
+        guard connected else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    public static func get(port: Int, path: String, timeoutSeconds: Int = 5) -> Response? {
+        guard let fd = connect(port: port, timeoutSeconds: timeoutSeconds) else { return nil }
+        defer { close(fd) }
         let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
         guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count
         else { return nil }
