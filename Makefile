@@ -12,9 +12,7 @@ run: deps build-info
 ## then the short chaos run (kill -9, PostgreSQL and mosquitto restarts; under a minute).
 test: deps lint build-info
 	$(SWIFT) build --build-tests
-	# One test at a time: several tests time real daemons, and on a 2-core machine parallel
-	# tests that block Swift's cooperative pool (libpq, process start-up) would starve them.
-	$(SWIFT) test --no-parallel
+	SWIFT=$(SWIFT) scripts/unit-tests
 	scripts/browser-test
 	scripts/check-systemd
 	scripts/check-packaging
