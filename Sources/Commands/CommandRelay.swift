@@ -149,8 +149,22 @@ public struct CommandRelay: DatabaseJob {
         var needsSend = true
         var needsResults = true
         var nextSweep = Date()
+        /// Codes the registry does not know yet are asked of the database (bounded like the writer's): an outlet
+        /// registered a moment ago announces its state and availability before its NOTIFY reaches the registry.
+        var misses = RegistryMissPolicy(lookupsPerSecond: 50, negativeSeconds: 2)
 
         var settings: Settings { relay.settings }
+
+        /// The registered outlet `code`: from the registry, or from the database when the registry has not heard
+        /// of it yet (then added to the registry).
+        mutating func lookUp(_ code: String, _ store: CommandStore) throws -> RegisteredDevice? {
+            if let device = relay.registry.lookup(code) { return device }
+            guard misses.shouldLookUp(code, at: Date()),
+                let device = try DeviceStore(connection: store.connection).registryEntry(code)
+            else { return nil }
+            relay.registry.update(code, device)
+            return device
+        }
 
         /// Handles events until the inbox is closed and handled. Events taken and not handled when the database
         /// fails go back into the inbox for the next connection.
@@ -257,7 +271,7 @@ public struct CommandRelay: DatabaseJob {
             } else {
                 request = nil
             }
-            guard let device = relay.registry.lookup(code) else {
+            guard let device = try lookUp(code, store) else {
                 try reject(.unknownDevice, "device \(code) is not registered", requestID: request?.requestID)
                 return
             }

@@ -177,6 +177,33 @@ import Testing
         #expect(try Harness.scalar(setup.url, "SELECT online, reported_state FROM devices") == "t|on")
     }
 
+    /// An outlet registered a moment ago announces its availability and state before the registry has heard of it
+    /// (its NOTIFY is late, or here: never sent): the relay asks the database instead of rejecting the reports as
+    /// `unknown_device`.
+    @Test func reportsOfAnOutletTheRegistryHasNotHeardOfYetAreRecorded() async throws {
+        let setup = try Self.setup(codes: ["plug-1"])
+        try await Harness.withService(setup.configuration) { _ in
+            // Registered with the triggers off (replica role): no NOTIFY, the registry learns of it only on its
+            // periodic reload (registry.refresh_interval_seconds, 300 s).
+            try Harness.scalar(
+                setup.url,
+                """
+                BEGIN; SET LOCAL session_replication_role = replica;
+                INSERT INTO devices (code, name) VALUES ('late-1', 'late'); COMMIT
+                """)
+            let publisher = try Harness.publisher()
+            defer { publisher.stop() }
+            try await publisher.publishAcknowledged(
+                "\(setup.prefix)/late-1/availability", payload: Array("online".utf8))
+            try await publisher.publishAcknowledged("\(setup.prefix)/late-1/state", payload: Array("on".utf8))
+            try await Harness.waitUntil(timeout: 10, "the reports of late-1 recorded") {
+                try Harness.scalar(setup.url, "SELECT online, reported_state FROM devices WHERE code = 'late-1'")
+                    == "t|on"
+            }
+        }
+        #expect(try Harness.count(setup.url, "SELECT count(*) FROM rejected_messages") == 0)
+    }
+
     @Test func heldCommandExpires() async throws {
         let setup = try Self.setup(expiry: 1)
         let outlet = try SimulatedOutlet(code: "plug-1", prefix: setup.prefix)

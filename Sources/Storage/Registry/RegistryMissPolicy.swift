@@ -1,25 +1,25 @@
 import Foundation
 
-/// When the writer may ask the database about a code its in-memory registry does not know.
+/// When the writer or the command relay may ask the database about a code the in-memory registry does not know.
 ///
 /// LISTEN/NOTIFY brings a newly registered outlet into the registry within a second; a direct
 /// look-up closes that gap. It is bounded, so a flood of unknown codes cannot turn into a flood
 /// of queries: at most `lookupsPerSecond` (a token bucket), and the same code at most once per
 /// `negativeSeconds`.
-struct RegistryMissPolicy {
-    let lookupsPerSecond: Double
-    let negativeSeconds: Double
+public struct RegistryMissPolicy: Sendable {
+    public let lookupsPerSecond: Double
+    public let negativeSeconds: Double
     private var tokens: Double
     private var refilledAt: Date?
     private var recent: [String: Date] = [:]
 
-    init(lookupsPerSecond: Double, negativeSeconds: Double) {
+    public init(lookupsPerSecond: Double, negativeSeconds: Double) {
         self.lookupsPerSecond = lookupsPerSecond
         self.negativeSeconds = negativeSeconds
         self.tokens = lookupsPerSecond
     }
 
-    mutating func shouldLookUp(_ code: String, at now: Date) -> Bool {
+    public mutating func shouldLookUp(_ code: String, at now: Date) -> Bool {
         if let refilledAt {
             tokens = min(lookupsPerSecond, tokens + now.timeIntervalSince(refilledAt) * lookupsPerSecond)
         }
