@@ -49,8 +49,16 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var shellyGen2ReplyPrefix = ""
     }
 
-    /// The default of both share groups (`mqtt.share_group`, `commands.share_group`).
-    public static let defaultShareGroup = "outletd"
+    /// The default of both share groups (`mqtt.share_group`, `commands.share_group`): none, plain
+    /// subscriptions. mosquitto 2.0 restores a persistent session's plain subscriptions when it restarts but
+    /// not its shared ones, so only a plain subscription queues the readings published between a broker
+    /// restart and outletd's reconnect (README, "Not promised"). Several instances set a group
+    /// (docs/SCALING.md).
+    public static let defaultShareGroup = ""
+
+    /// The group docs/SCALING.md suggests, and the default of earlier versions: a persistent session may still
+    /// hold its filters, which outletd unsubscribes when it uses another group (``IngestService``).
+    public static let conventionalShareGroup = "outletd"
 
     /// PostgreSQL.
     public struct Database: Sendable, Equatable {
@@ -84,8 +92,8 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var topicPrefix = "outlets"
         /// MQTT v5 shared-subscription group of the telemetry subscription
         /// (`$share/<group>/<prefix>/+/telemetry`): instances in one group split the readings between
-        /// them, each message going to one. Empty: a plain subscription, every instance gets every reading
-        /// (one instance only). Default `outletd`: a second instance can be added without a change.
+        /// them, each message going to one. Empty (the default): a plain subscription, every instance gets
+        /// every reading (one instance only), and the only kind mosquitto keeps across its own restart.
         public var shareGroup = OutletdConfiguration.defaultShareGroup
         /// How long the broker keeps this instance's session (and queues its messages) while it
         /// is away, seconds.

@@ -36,9 +36,10 @@ public final class IngestService: Service, Sendable {
         self.logger = logger
     }
 
-    /// The topic filters outletd subscribes to (all QoS 1). Telemetry goes through the shared subscription
-    /// `$share/<mqtt.share_group>/…` and set requests through `$share/<commands.share_group>/…`, so that with
-    /// several instances each message reaches one of them. State and availability reports stay plain
+    /// The topic filters outletd subscribes to (all QoS 1). With share groups set (several instances),
+    /// telemetry goes through the shared subscription `$share/<mqtt.share_group>/…` and set requests through
+    /// `$share/<commands.share_group>/…`, so that each message reaches one of them; without (the default),
+    /// they are plain. State and availability reports stay plain
     /// subscriptions: they are few, retained (a shared subscription receives no retained messages), and every
     /// instance's command relay acts on them (the database decides which one's update counts).
     public var subscriptions: [String] {
@@ -63,8 +64,9 @@ public final class IngestService: Service, Sendable {
     }
 
     /// Forms of the shared filters that a persistent session may still hold from another setting of the
-    /// share groups (plain, or the default group), unsubscribed on connect; otherwise the broker would
-    /// deliver those messages a second time through the stale subscription.
+    /// share groups (plain, or the conventional group `outletd`, the default of earlier versions), unsubscribed
+    /// on connect; otherwise the broker would deliver those messages a second time through the stale
+    /// subscription.
     public var staleSubscriptions: [String] {
         let prefix = configuration.mqtt.topicPrefix
         let groups = [
@@ -72,7 +74,7 @@ public final class IngestService: Service, Sendable {
             ("\(prefix)/+/set", configuration.commands.shareGroup),
         ]
         return groups.flatMap { topic, group in
-            ["", OutletdConfiguration.defaultShareGroup].filter { $0 != group }.map {
+            ["", OutletdConfiguration.conventionalShareGroup].filter { $0 != group }.map {
                 Self.filter(topic, shareGroup: $0)
             }
         } + [drainTopic]

@@ -25,9 +25,16 @@ import Testing
         var configuration = OutletdConfiguration()
         configuration.mqtt.topicPrefix = "site/outlets"
         let service = { IngestService(configuration: configuration, logger: Logger(label: "test")) }
+        // The default: plain subscriptions, and the group of earlier versions' default is stale.
+        #expect(service().subscriptions.first == "site/outlets/+/telemetry")
+        #expect(service().subscriptions.contains("site/outlets/+/set"))
+        #expect(service().staleSubscriptions.contains("$share/outletd/site/outlets/+/telemetry"))
+        #expect(service().staleSubscriptions.contains("$share/outletd/site/outlets/+/set"))
+        #expect(service().subscriptions.contains("site/outlets/+/state"))
+
+        configuration.mqtt.shareGroup = "outletd"
         #expect(service().subscriptions.first == "$share/outletd/site/outlets/+/telemetry")
         #expect(service().staleSubscriptions.contains("site/outlets/+/telemetry"))
-        #expect(service().subscriptions.contains("site/outlets/+/state"))
 
         configuration.mqtt.shareGroup = "ingest-eu"
         #expect(service().subscriptions.first == "$share/ingest-eu/site/outlets/+/telemetry")
@@ -40,8 +47,9 @@ import Testing
     }
 
     @Test func readingsOfOtherProtocolsAreSharedAndTheirStatesAreNot() {
-        let subscriptions = IngestService(configuration: OutletdConfiguration(), logger: Logger(label: "test"))
-            .subscriptions
+        var configuration = OutletdConfiguration()
+        configuration.mqtt.shareGroup = "outletd"
+        let subscriptions = IngestService(configuration: configuration, logger: Logger(label: "test")).subscriptions
         for shared in ["tele/+/SENSOR", "shellies/+/relay/+/power", "shellies/+/relay/+/energy", "+/status/+"] {
             #expect(subscriptions.contains("$share/outletd/\(shared)"), "\(shared) in \(subscriptions)")
             #expect(!subscriptions.contains(shared))
