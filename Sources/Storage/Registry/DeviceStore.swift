@@ -18,6 +18,9 @@ public struct DeviceRecord: Sendable, Equatable {
     public var channel: Int = 0
     /// Tasmota FullTopic, when not the default.
     public var fullTopic: String? = nil
+    /// Tasmota's ON/OFF words, when not `ON`/`OFF`.
+    public var stateOnWord: String? = nil
+    public var stateOffWord: String? = nil
 }
 
 /// A row of `pending_devices`: a code that sent data without being registered.
@@ -352,7 +355,8 @@ public struct DeviceStore {
     }
 
     private static let columns =
-        "id, code, name, description, owner, protocol, enabled, created_at, protocol_topic, channel, full_topic"
+        "id, code, name, description, owner, protocol, enabled, created_at, protocol_topic, channel, full_topic, "
+        + "state_on_word, state_off_word"
 
     private static func record(_ result: PostgresResult, row: Int) throws -> DeviceRecord {
         guard let id = try result.int64(row: row, column: 0), let code = result[row, 1] else {
@@ -363,7 +367,7 @@ public struct DeviceStore {
             description: result[row, 3] ?? "", owner: result[row, 4], protocolName: result[row, 5] ?? "native",
             enabled: try result.bool(row: row, column: 6) ?? false, createdAt: try result.date(row: row, column: 7),
             protocolTopic: result[row, 8], channel: Int(try result.int64(row: row, column: 9) ?? 0),
-            fullTopic: result[row, 10])
+            fullTopic: result[row, 10], stateOnWord: result[row, 11], stateOffWord: result[row, 12])
     }
 
     private static func notRegistered(_ code: String) -> DeviceStoreError {
