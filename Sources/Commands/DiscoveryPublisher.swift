@@ -10,9 +10,9 @@ import Telemetry
 /// to the `devices` table (run by a ``DatabaseWorker``, when `homeassistant.discovery` is on).
 ///
 /// Like ``RegistryListener``: a full load at start, after every reconnect and every `refreshInterval`, and
-/// LISTEN `outletd_devices` for single changes. An enabled native outlet is announced (or announced again when its
-/// name changes); a disabled one, a removed one or one that is no longer native is cleared with empty retained
-/// configs. At start every disabled native outlet is cleared too, and so is every outlet whose configs the broker
+/// LISTEN `outletd_devices` for single changes. Every enabled outlet, of any protocol, is announced (or announced
+/// again when anything its configs are made of changes: ``Wanted``); a disabled one or a removed one is cleared
+/// with empty retained configs. At start every disabled outlet is cleared too, and so is every outlet whose configs the broker
 /// still keeps although it is no longer registered (removed while outletd was stopped): a short-lived client
 /// reads the retained configs once. A failed publish is tried again on the next pass.
 public struct DiscoveryPublisher: DatabaseJob {
@@ -68,47 +68,86 @@ public struct DiscoveryPublisher: DatabaseJob {
         return seen.withLock { $0.codes }
     }
 
-    /// What Home Assistant should show of one outlet: its name when announced, nil when cleared.
-    typealias Wanted = String?
+    /// What Home Assistant should show of one outlet: what its configs are made of when announced, nil when
+    /// cleared. Anything that changes the configs (name, protocol, topic, channel, FullTopic, ON/OFF words, the
+    /// other relays of a Tasmota device) makes it differ, and the outlet is announced again.
+    typealias Wanted = HomeAssistantDiscovery.Outlet?
 
     /// What this run has published per code (survives reconnects of the worker: same instance).
     private let published = Guarded([String: Wanted]())
     /// Whether the retained configs were read (once per run of outletd).
     private let swept = Guarded(false)
+    /// Codes whose configs the broker kept at start although they are not registered: cleared.
+    private let strays = Guarded(Set<String>())
+
+    /// What every registered outlet should show: an enabled outlet of a protocol outletd knows is announced,
+    /// any other registered one cleared.
+    static func wanted(_ records: [String: DeviceRecord]) -> [String: Wanted] {
+        // The relays of each Tasmota device that are enabled outlets (outletd's rule for one meter).
+        var relays: [String: [Int]] = [:]
+        for record in records.values
+        where record.enabled && record.protocolName == OutletProtocol.tasmota.rawValue {
+            if let topic = record.protocolTopic { relays[topic, default: []].append(record.channel) }
+        }
+        var wanted: [String: Wanted] = [:]
+        for (code, record) in records {
+            guard record.enabled, let outletProtocol = OutletProtocol(rawValue: record.protocolName) else {
+                wanted[code] = .some(nil)
+                continue
+            }
+            let topic = record.protocolTopic ?? ""
+            if outletProtocol != .native && topic.isEmpty {
+                wanted[code] = .some(nil)
+                continue
+            }
+            wanted[code] = HomeAssistantDiscovery.Outlet(
+                name: record.name, outletProtocol: outletProtocol, deviceTopic: topic, channel: record.channel,
+                fullTopic: record.fullTopic ?? TasmotaProtocol.defaultFullTopic,
+                stateWords: TasmotaProtocol.StateWords(
+                    on: record.stateOnWord ?? "ON", off: record.stateOffWord ?? "OFF"),
+                relays: outletProtocol == .tasmota ? (relays[topic] ?? []).sorted() : [])
+        }
+        return wanted
+    }
 
     public func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
         try connection.listen(RegistryListener.channel)
         let store = DeviceStore(connection: connection)
-        var wanted: [String: Wanted] = [:]
-        func want(_ record: DeviceRecord) -> Wanted {
-            record.enabled && record.protocolName == OutletProtocol.native.rawValue ? record.name : nil
-        }
-        func loadAll() throws {
-            var next: [String: Wanted] = [:]
-            for record in try store.list() { next[record.code] = want(record) }
-            // Codes announced earlier and gone from the table now: cleared.
-            for (code, name) in published.withLock({ $0 }) where next[code] == nil && name != nil {
+        var records: [String: DeviceRecord] = [:]
+        func wanted() -> [String: Wanted] {
+            var next = Self.wanted(records)
+            // Codes announced earlier and gone from the table now, or left by an earlier run: cleared.
+            for (code, outlet) in published.withLock({ $0 }) where next[code] == nil && outlet != nil {
                 next[code] = .some(nil)
             }
-            wanted = next
+            for code in strays.withLock({ $0 }) where next[code] == nil { next[code] = .some(nil) }
+            return next
+        }
+        func loadAll() throws {
+            records = Dictionary(try store.list().map { ($0.code, $0) }) { _, last in last }
         }
         try loadAll()
         if let reader, !swept.withLock({ $0 }) {
             // Announced by an earlier run and no longer registered: cleared like a removed outlet.
-            for code in announcedOutlets(reader) where wanted[code] == nil { wanted[code] = .some(nil) }
+            let announced = announcedOutlets(reader)
+            strays.withLock { $0 = announced.filter { records[$0] == nil } }
             swept.withLock { $0 = true }
         }
         var lastFullLoad = Date()
+        var target = wanted()
         while !context.stop.isSet {
-            reconcile(wanted)
+            reconcile(target)
             let notifications = try connection.waitForNotifications(timeout: .milliseconds(500))
             for code in Set(notifications.map(\.payload)) {
-                wanted[code] = .some(try store.find(code).flatMap(want))
+                records[code] = try store.find(code)
             }
             if Date().timeIntervalSince(lastFullLoad) >= refreshInterval {
                 try loadAll()
                 lastFullLoad = Date()
+            } else if notifications.isEmpty {
+                continue
             }
+            target = wanted()
         }
     }
 
@@ -116,18 +155,18 @@ public struct DiscoveryPublisher: DatabaseJob {
     func reconcile(_ wanted: [String: Wanted]) {
         let published = self.published.withLock { $0 }
         var done: [String: Wanted] = [:]
-        for (code, name) in wanted {
-            if let previous = published[code], previous == name { continue }
+        for (code, outlet) in wanted {
+            if let previous = published[code], previous == outlet { continue }
             guard let deviceCode = DeviceCode(code) else { continue }
             do {
                 let messages =
-                    if let name { try discovery.announce(code: deviceCode, name: name) } else {
+                    if let outlet { try discovery.announce(code: deviceCode, outlet: outlet) } else {
                         discovery.clear(code: deviceCode)
                     }
                 for message in messages { try client.publish(message.topic, payload: message.payload, retain: true) }
-                done[code] = name
+                done[code] = outlet
                 logger.debug(
-                    name == nil ? "home assistant discovery cleared" : "home assistant discovery announced",
+                    outlet == nil ? "home assistant discovery cleared" : "home assistant discovery announced",
                     metadata: ["code": "\(code)"])
             } catch {
                 logger.warning(

@@ -1,17 +1,26 @@
 import Foundation
 import Telemetry
 
-/// Home Assistant MQTT discovery for outletd's native outlets: what to publish, retained, for one outlet.
+/// Home Assistant MQTT discovery for outletd's outlets, of every protocol: what to publish, retained, for one
+/// outlet.
 ///
-/// Each outlet becomes a device in Home Assistant with five entities, each a retained config under
+/// Each outlet becomes a device in Home Assistant with a switch and its sensors, each a retained config under
 /// `<discovery prefix>/<component>/outletd/<object id>/config`:
-/// - a switch whose command topic is outletd's own `<prefix>/<code>/set` (so a switch from Home Assistant is a
-///   command with outletd's lifecycle: queued, sent, confirmed or timed out, audited), its state the outlet's
-///   `<prefix>/<code>/state` (`on`/`off` or `{"state":"on",…}`);
-/// - sensors for power (W), voltage (V), current (A) and energy (Wh, the outlet's counter) from
-///   `<prefix>/<code>/telemetry`.
-/// All share the outlet's availability (`<prefix>/<code>/availability`, `online`/`offline`).
-/// An empty retained payload on the same topics removes them (an outlet disabled or removed).
+/// - a switch whose command topic is outletd's own `<prefix>/<code>/set` for every protocol (so a switch from
+///   Home Assistant is a command with outletd's lifecycle: queued, sent in the outlet's own protocol, confirmed
+///   or timed out, audited);
+/// - sensors for power (W), voltage (V), current (A) and energy (Wh, the outlet's counter).
+/// State, sensors and availability are read where the outlet's firmware publishes them (docs/PROTOCOLS.md):
+///
+/// | protocol | state | sensors | availability |
+/// |---|---|---|---|
+/// | native | `<prefix>/<code>/state` | `<prefix>/<code>/telemetry` | `<prefix>/<code>/availability` |
+/// | tasmota | `stat/<t>/POWER` (`POWER<n>`) | `tele/<t>/SENSOR` `ENERGY` | `tele/<t>/LWT` |
+/// | shelly-gen1 | `shellies/<id>/relay/<n>` | `relay/<n>/power`, `relay/<n>/energy` (no V, A) | `shellies/<id>/online` |
+/// | shelly-gen2 | `<p>/status/switch:<n>` | the same | `<p>/online` |
+///
+/// An empty retained payload on the same topics removes them (an outlet disabled or removed); clearing covers
+/// every topic any protocol could have announced for the code.
 public struct HomeAssistantDiscovery: Sendable {
     /// Home Assistant's discovery prefix (`homeassistant`).
     public var discoveryPrefix: String
@@ -19,11 +28,52 @@ public struct HomeAssistantDiscovery: Sendable {
     public var topicPrefix: String
     /// outletd's version, in each config's `origin`.
     public var version: String
+    /// Tasmota's prefixes (`protocols.tasmota_prefixes`).
+    public var tasmotaPrefixes: TasmotaProtocol.Prefixes
+    /// Shelly Gen1's topic prefix (`protocols.shelly_gen1_prefix`).
+    public var shellyGen1Prefix: String
 
-    public init(discoveryPrefix: String, topicPrefix: String, version: String) {
+    public init(
+        discoveryPrefix: String, topicPrefix: String, version: String,
+        tasmotaPrefixes: TasmotaProtocol.Prefixes = TasmotaProtocol.Prefixes(), shellyGen1Prefix: String = "shellies"
+    ) {
         self.discoveryPrefix = discoveryPrefix
         self.topicPrefix = topicPrefix
         self.version = version
+        self.tasmotaPrefixes = tasmotaPrefixes
+        self.shellyGen1Prefix = shellyGen1Prefix
+    }
+
+    /// What the configs of one outlet depend on (announce again when it changes).
+    public struct Outlet: Sendable, Equatable {
+        /// The outlet's name (the code when empty).
+        public var name: String
+        public var outletProtocol: OutletProtocol
+        /// Tasmota topic, Shelly Gen1 id or Gen2 prefix; empty for native.
+        public var deviceTopic: String
+        /// Relay number: Tasmota 1-based, Shelly 0-based.
+        public var channel: Int
+        /// Tasmota FullTopic.
+        public var fullTopic: String
+        /// Tasmota's ON/OFF words.
+        public var stateWords: TasmotaProtocol.StateWords
+        /// Tasmota: the channels of the enabled outlets at the same topic, this one's included (outletd's rule
+        /// for one meter with several relays, and `POWER` or `POWER<n>`).
+        public var relays: [Int]
+
+        public init(
+            name: String, outletProtocol: OutletProtocol = .native, deviceTopic: String = "", channel: Int = 0,
+            fullTopic: String = TasmotaProtocol.defaultFullTopic,
+            stateWords: TasmotaProtocol.StateWords = TasmotaProtocol.StateWords(), relays: [Int] = []
+        ) {
+            self.name = name
+            self.outletProtocol = outletProtocol
+            self.deviceTopic = deviceTopic
+            self.channel = channel
+            self.fullTopic = fullTopic
+            self.stateWords = stateWords
+            self.relays = relays
+        }
     }
 
     /// One retained message.
@@ -33,8 +83,7 @@ public struct HomeAssistantDiscovery: Sendable {
         public var payload: [UInt8]
     }
 
-    /// A sensor of the telemetry: its object id suffix, name, device class, unit, state class, precision and the
-    /// template that reads it from the native telemetry JSON.
+    /// A sensor: its object id suffix, name, device class, unit, state class and precision.
     struct Sensor {
         var key: String
         var name: String
@@ -42,71 +91,191 @@ public struct HomeAssistantDiscovery: Sendable {
         var unit: String
         var stateClass: String
         var precision: Int
-        var template: String
     }
 
     static let sensors = [
-        Sensor(
-            key: "power", name: "Power", deviceClass: "power", unit: "W", stateClass: "measurement", precision: 1,
-            // Power may be left out; outletd then stores voltage × current, and so does this.
-            template:
-                "{{ value_json.power if value_json.power is defined else (value_json.voltage * value_json.current) }}"),
+        Sensor(key: "power", name: "Power", deviceClass: "power", unit: "W", stateClass: "measurement", precision: 1),
         Sensor(
             key: "voltage", name: "Voltage", deviceClass: "voltage", unit: "V", stateClass: "measurement",
-            precision: 1, template: "{{ value_json.voltage }}"),
+            precision: 1),
         Sensor(
             key: "current", name: "Current", deviceClass: "current", unit: "A", stateClass: "measurement",
-            precision: 2, template: "{{ value_json.current }}"),
+            precision: 2),
         Sensor(
             key: "energy", name: "Energy", deviceClass: "energy", unit: "Wh", stateClass: "total_increasing",
-            precision: 0, template: "{{ value_json.energy_wh }}"),
+            precision: 0),
     ]
 
-    /// The config topics of `code`: the switch's first, then the sensors'.
+    /// Every config topic `code` can have, whatever its protocol: the switch's first, then the sensors' (power,
+    /// voltage, current, energy). ``clear(code:)`` empties all of them.
     public func topics(code: DeviceCode) -> [String] {
-        ["\(discoveryPrefix)/switch/outletd/\(code.rawValue)/config"]
-            + Self.sensors.map { "\(discoveryPrefix)/sensor/outletd/\(code.rawValue)_\($0.key)/config" }
+        [switchTopic(code)] + Self.sensors.map { sensorTopic(code, $0) }
     }
 
-    /// The retained configs announcing outlet `code` named `name` (the code when empty).
+    func switchTopic(_ code: DeviceCode) -> String { "\(discoveryPrefix)/switch/outletd/\(code.rawValue)/config" }
+    func sensorTopic(_ code: DeviceCode, _ sensor: Sensor) -> String {
+        "\(discoveryPrefix)/sensor/outletd/\(code.rawValue)_\(sensor.key)/config"
+    }
+
+    /// Where one protocol's outlet publishes: the switch's state, the availability, and per sensor key its
+    /// state topic and template (a sensor the firmware does not publish is absent).
+    struct Sources {
+        var stateTopic: String
+        var stateOn: String
+        var stateOff: String
+        var stateTemplate: String?
+        var availabilityTopic: String
+        var available: String
+        var notAvailable: String
+        var sensors: [String: (topic: String, template: String)]
+        var model: String
+    }
+
+    func sources(code: DeviceCode, outlet: Outlet) -> Sources {
+        switch outlet.outletProtocol {
+        case .native:
+            let base = "\(topicPrefix)/\(code.rawValue)"
+            let telemetry = "\(base)/telemetry"
+            return Sources(
+                stateTopic: "\(base)/state", stateOn: "on", stateOff: "off",
+                stateTemplate: "{{ value_json.state if value_json is defined else value }}",
+                availabilityTopic: "\(base)/availability", available: "online", notAvailable: "offline",
+                sensors: [
+                    // Power may be left out; outletd then stores voltage × current, and so does this.
+                    "power": (
+                        telemetry,
+                        "{{ value_json.power if value_json.power is defined else (value_json.voltage * value_json.current) }}"
+                    ),
+                    "voltage": (telemetry, "{{ value_json.voltage }}"),
+                    "current": (telemetry, "{{ value_json.current }}"),
+                    "energy": (telemetry, "{{ value_json.energy_wh }}"),
+                ], model: "smart outlet (outletd native protocol)")
+        case .tasmota:
+            func topic(_ prefix: String, _ suffix: String) -> String {
+                TasmotaProtocol.topic(
+                    fullTopic: outlet.fullTopic, prefix: prefix, deviceTopic: outlet.deviceTopic, suffix: suffix)
+            }
+            let channel = max(outlet.channel, 1)
+            let relays = Set(outlet.relays + [channel]).sorted()
+            // A device with one relay publishes `POWER`, one with several `POWER1`…: outletd knows the relays
+            // registered at the topic.
+            let power = relays.count <= 1 && channel == 1 ? "POWER" : "POWER\(channel)"
+            let sensor = topic(tasmotaPrefixes.telemetry, "SENSOR")
+            func template(_ key: String, factor: String = "") -> String {
+                Self.tasmotaTemplate(key: key, channel: channel, relays: relays, factor: factor)
+            }
+            return Sources(
+                stateTopic: topic(tasmotaPrefixes.status, power), stateOn: outlet.stateWords.on,
+                stateOff: outlet.stateWords.off, stateTemplate: nil,
+                availabilityTopic: topic(tasmotaPrefixes.telemetry, "LWT"), available: "Online",
+                notAvailable: "Offline",
+                sensors: [
+                    "power": (sensor, template("Power")), "voltage": (sensor, template("Voltage")),
+                    "current": (sensor, template("Current")),
+                    // `Total` is kWh: Wh like every outlet's counter.
+                    "energy": (sensor, template("Total", factor: " * 1000")),
+                ], model: "Tasmota")
+        case .shellyGen1:
+            let relay = "\(shellyGen1Prefix)/\(outlet.deviceTopic)/relay/\(outlet.channel)"
+            return Sources(
+                stateTopic: relay, stateOn: "on", stateOff: "off",
+                // `overpower`: the relay switched itself off.
+                stateTemplate: "{{ 'off' if value == 'overpower' else value }}",
+                availabilityTopic: "\(shellyGen1Prefix)/\(outlet.deviceTopic)/online", available: "true",
+                notAvailable: "false",
+                // A Gen1 plug publishes no voltage or current per relay (outletd stores them as NULL): no sensors.
+                sensors: [
+                    "power": ("\(relay)/power", "{{ value }}"),
+                    // Watt-minutes ÷ 60 → Wh.
+                    "energy": ("\(relay)/energy", "{{ (value | float / 60) | round(2) }}"),
+                ], model: "Shelly Gen1")
+        case .shellyGen2:
+            let status = "\(outlet.deviceTopic)/status/switch:\(outlet.channel)"
+            return Sources(
+                stateTopic: status, stateOn: "on", stateOff: "off",
+                stateTemplate: "{{ 'on' if value_json.output else 'off' }}",
+                availabilityTopic: "\(outlet.deviceTopic)/online", available: "true", notAvailable: "false",
+                sensors: [
+                    "power": (status, "{{ value_json.apower }}"), "voltage": (status, "{{ value_json.voltage }}"),
+                    "current": (status, "{{ value_json.current }}"),
+                    "energy": (status, "{{ value_json.aenergy.total }}"),
+                ], model: "Shelly Gen2/3")
+        }
+    }
+
+    /// The template reading `ENERGY.<key>` of a Tasmota `SENSOR` for relay `channel` (1-based) the way outletd's
+    /// decoder does (``TasmotaProtocol/decodeSensor(_:channel:channelCount:meterChannel:receivedAt:limits:)``):
+    /// an array is indexed by relay; a scalar is this relay's when it is the only registered relay of the device,
+    /// or the lowest of several on a device with one meter (`Power` a number; `Voltage` is shared by every relay
+    /// when `Power` is an array and holds this relay's). Otherwise, and for a `SENSOR` without `ENERGY`, `None`
+    /// (unknown).
+    static func tasmotaTemplate(key: String, channel: Int, relays: [Int], factor: String) -> String {
+        // A shared `Voltage` counts only with a power of this relay (an array too short: no reading at all).
+        let powerIsMine = "e.Power | length >= \(channel)"
+        let scalarIsMine: String
+        if relays.count <= 1 || channel == relays.min() {
+            scalarIsMine =
+                key == "Voltage" ? "not per_relay or \(powerIsMine)" : relays.count <= 1 ? "true" : "not per_relay"
+        } else {
+            scalarIsMine = key == "Voltage" ? "per_relay and \(powerIsMine)" : "false"
+        }
+        return "{% set e = value_json.ENERGY if value_json.ENERGY is defined else {} %}"
+            + "{% set per_relay = e.Power is sequence and e.Power is not string %}{% set x = e.\(key) %}"
+            + "{% if x is sequence and x is not string %}{% set x = x[\(channel - 1)] if x | length >= \(channel) "
+            + "else none %}{% elif not (\(scalarIsMine)) %}{% set x = none %}{% endif %}"
+            + "{{ none if x is not defined or x is none else (x | float\(factor)) }}"
+    }
+
+    /// The retained configs announcing native outlet `code` named `name` (the code when empty).
     public func announce(code: DeviceCode, name: String) throws -> [Message] {
-        let base = "\(topicPrefix)/\(code.rawValue)"
+        try announce(code: code, outlet: Outlet(name: name))
+    }
+
+    /// The retained messages announcing `outlet` as `code`, one per topic of ``topics(code:)`` in that order: the
+    /// switch, then the sensors; a sensor its protocol does not publish has an empty payload (removed).
+    public func announce(code: DeviceCode, outlet: Outlet) throws -> [Message] {
+        let sources = sources(code: code, outlet: outlet)
         let device: [String: Any] = [
-            "identifiers": ["outletd_\(code.rawValue)"], "name": name.isEmpty ? code.rawValue : name,
-            "manufacturer": "outletd", "model": "smart outlet (outletd native protocol)",
-            "serial_number": code.rawValue,
+            "identifiers": ["outletd_\(code.rawValue)"], "name": outlet.name.isEmpty ? code.rawValue : outlet.name,
+            "manufacturer": "outletd", "model": sources.model, "serial_number": code.rawValue,
         ]
         let common: [String: Any] = [
             "device": device, "origin": ["name": "outletd", "sw_version": version],
-            "availability_topic": "\(base)/availability", "payload_available": "online",
-            "payload_not_available": "offline", "qos": 1,
+            "availability_topic": sources.availabilityTopic, "payload_available": sources.available,
+            "payload_not_available": sources.notAvailable, "qos": 1,
         ]
-        var configs: [[String: Any]] = []
+        var messages: [(String, [String: Any])] = []
         var switchConfig = common
         switchConfig["name"] = NSNull()  // the device's name alone
         switchConfig["unique_id"] = "outletd_\(code.rawValue)_switch"
-        switchConfig["command_topic"] = "\(base)/set"
+        switchConfig["command_topic"] = NativeProtocol.topic(prefix: topicPrefix, code: code, kind: .set)
         switchConfig["payload_on"] = "on"
         switchConfig["payload_off"] = "off"
-        switchConfig["state_topic"] = "\(base)/state"
-        switchConfig["state_on"] = "on"
-        switchConfig["state_off"] = "off"
-        switchConfig["value_template"] = "{{ value_json.state if value_json is defined else value }}"
+        switchConfig["state_topic"] = sources.stateTopic
+        switchConfig["state_on"] = sources.stateOn
+        switchConfig["state_off"] = sources.stateOff
+        if let template = sources.stateTemplate { switchConfig["value_template"] = template }
         switchConfig["optimistic"] = false
-        configs.append(switchConfig)
+        messages.append((switchTopic(code), switchConfig))
         for sensor in Self.sensors {
+            guard let source = sources.sensors[sensor.key] else {
+                // Not published by this firmware: an empty config, so none stays from an earlier protocol.
+                messages.append((sensorTopic(code, sensor), [:]))
+                continue
+            }
             var config = common
             config["name"] = sensor.name
             config["unique_id"] = "outletd_\(code.rawValue)_\(sensor.key)"
-            config["state_topic"] = "\(base)/telemetry"
-            config["value_template"] = sensor.template
+            config["state_topic"] = source.topic
+            config["value_template"] = source.template
             config["device_class"] = sensor.deviceClass
             config["unit_of_measurement"] = sensor.unit
             config["state_class"] = sensor.stateClass
             config["suggested_display_precision"] = sensor.precision
-            configs.append(config)
+            messages.append((sensorTopic(code, sensor), config))
         }
-        return try zip(topics(code: code), configs).map { topic, config in
+        return try messages.map { topic, config in
+            if config.isEmpty { return Message(topic: topic, payload: []) }
             let data = try JSONSerialization.data(
                 withJSONObject: config, options: [.sortedKeys, .withoutEscapingSlashes])
             return Message(topic: topic, payload: Array(data))
@@ -134,7 +303,8 @@ public struct HomeAssistantDiscovery: Sendable {
         }
     }
 
-    /// The empty retained messages that remove outlet `code`'s entities.
+    /// The empty retained messages that remove outlet `code`'s entities: every topic of ``topics(code:)``, so
+    /// that a sensor its protocol (or an earlier protocol) had is removed too.
     public func clear(code: DeviceCode) -> [Message] {
         topics(code: code).map { Message(topic: $0, payload: []) }
     }

@@ -174,9 +174,11 @@ public final class IngestService: Service, Sendable {
         ]
         if let membership { services.append(worker(membership)) }
         if configuration.homeAssistant.discovery {
+            let router = ProtocolRouter(configuration)
             let discovery = HomeAssistantDiscovery(
                 discoveryPrefix: configuration.homeAssistant.prefix, topicPrefix: configuration.mqtt.topicPrefix,
-                version: build.version)
+                version: build.version, tasmotaPrefixes: router.tasmotaPrefixes,
+                shellyGen1Prefix: router.shellyGen1Prefix)
             // A reader of the configs the broker keeps, with the daemon's credentials and TLS and a client id
             // of its own.
             var reader = try MQTTConfiguration(

@@ -24,7 +24,10 @@ struct DeviceCommand: ParsableCommand {
         @Argument(help: "The code printed on the outlet (1–64 of A-Z a-z 0-9 _ -).") var code: String
         @Option(help: "A name people recognise (\"Kitchen fridge\").") var name: String = ""
         @Option(help: "Free text.") var description: String = ""
-        @Option(help: "Who owns it.") var owner: String?
+        @Option(
+            help:
+                "A free-text note of who owns it (shown by device show; the owner is the app account that claims it)."
+        ) var owner: String?
         @Flag(help: "Register it disabled (its readings are rejected until enabled).") var disabled = false
         @Option(help: "Also print the broker's password_file line for this outlet (user = its code).")
         var mqttPassword: String?
@@ -96,6 +99,7 @@ struct DeviceCommand: ParsableCommand {
                 print("name:         \(device.name)")
                 print("description:  \(device.description)")
                 print("owner:        \(device.owner ?? "")")
+                if let note = device.ownerNote, !note.isEmpty { print("owner note:   \(note)") }
                 print("protocol:     \(device.protocolName)")
                 if let protocolTopic = device.protocolTopic {
                     print("topic:        \(protocolTopic)")
@@ -211,7 +215,10 @@ struct DeviceCommand: ParsableCommand {
         @OptionGroup var options: GlobalOptions
         @Argument var code: String
         @Option(help: "A name people recognise.") var name: String?
-        @Option(help: "Who owns it.") var owner: String?
+        @Option(
+            help:
+                "A free-text note of who owns it (shown by device show; the owner is the app account that claims it)."
+        ) var owner: String?
 
         func run() throws {
             let record = try options.withDatabase { connection in

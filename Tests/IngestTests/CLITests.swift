@@ -72,12 +72,34 @@ import Testing
         #expect(devices.compactMap { $0["code"] as? String }.sorted() == ["hall-2", "kitchen-1"])
         let kitchen = try #require(devices.first { $0["code"] as? String == "kitchen-1" })
         #expect(kitchen["name"] as? String == "Kitchen fridge")
-        #expect(kitchen["owner"] as? String == "ana")
+        // The owner is the app account that claimed the outlet, not `--owner`'s free-text note.
+        #expect(kitchen["owner"] is NSNull)
         #expect(kitchen["enabled"] as? Bool == true)
         let hall = try #require(devices.first { $0["code"] as? String == "hall-2" })
         #expect(hall["protocol"] as? String == "tasmota")
         #expect(hall["enabled"] as? Bool == false)
         #expect(hall["owner"] is NSNull)
+        #expect(
+            try TestStack.run([outletd, "device", "show", "kitchen-1"], environment: environment)
+                .contains("owner note:   ana\n"))
+
+        // Claimed by the account bea: its name in the JSON, the table and device show.
+        _ = try Harness.scalar(
+            url,
+            """
+            WITH bea AS (INSERT INTO app_users (name, password_hash) VALUES ('bea', '$2b$04$x') RETURNING id)
+            UPDATE devices SET owner_id = (SELECT id FROM bea), claimed_at = now() WHERE code = 'kitchen-1'
+            """)
+        let claimed = try #require(
+            try Self.json(["device", "list", "--format", "json"], environment) as? [[String: Any]])
+        #expect(claimed.first { $0["code"] as? String == "kitchen-1" }?["owner"] as? String == "bea")
+        #expect(claimed.first { $0["code"] as? String == "hall-2" }?["owner"] is NSNull)
+        let table = try TestStack.run([outletd, "device", "list"], environment: environment)
+        let kitchenRow = try #require(table.split(separator: "\n").first { $0.hasPrefix("kitchen-1") })
+        #expect(kitchenRow.split(separator: " ", omittingEmptySubsequences: true).contains("bea"))
+        #expect(!table.contains("ana"))
+        let shown = try TestStack.run([outletd, "device", "show", "kitchen-1"], environment: environment)
+        #expect(shown.contains("owner:        bea\n"))
 
         let pending = try #require(
             try Self.json(["device", "pending", "--format", "json"], environment) as? [[String: Any]])

@@ -8,6 +8,7 @@ public struct DeviceRecord: Sendable, Equatable {
     public var code: String
     public var name: String
     public var description: String
+    /// The name of the app account that owns the outlet (`devices.owner_id`), nil when unclaimed.
     public var owner: String?
     public var protocolName: String
     public var enabled: Bool
@@ -18,6 +19,11 @@ public struct DeviceRecord: Sendable, Equatable {
     public var channel: Int = 0
     /// Tasmota FullTopic, when not the default.
     public var fullTopic: String? = nil
+    /// Tasmota's ON/OFF words, when not `ON`/`OFF`.
+    public var stateOnWord: String? = nil
+    public var stateOffWord: String? = nil
+    /// The free-text `devices.owner` of `device add --owner` (from before owners were accounts).
+    public var ownerNote: String? = nil
 }
 
 /// A row of `pending_devices`: a code that sent data without being registered.
@@ -352,7 +358,8 @@ public struct DeviceStore {
     }
 
     private static let columns =
-        "id, code, name, description, owner, protocol, enabled, created_at, protocol_topic, channel, full_topic"
+        "id, code, name, description, (SELECT u.name FROM app_users u WHERE u.id = devices.owner_id), protocol, "
+        + "enabled, created_at, protocol_topic, channel, full_topic, state_on_word, state_off_word, owner"
 
     private static func record(_ result: PostgresResult, row: Int) throws -> DeviceRecord {
         guard let id = try result.int64(row: row, column: 0), let code = result[row, 1] else {
@@ -363,7 +370,8 @@ public struct DeviceStore {
             description: result[row, 3] ?? "", owner: result[row, 4], protocolName: result[row, 5] ?? "native",
             enabled: try result.bool(row: row, column: 6) ?? false, createdAt: try result.date(row: row, column: 7),
             protocolTopic: result[row, 8], channel: Int(try result.int64(row: row, column: 9) ?? 0),
-            fullTopic: result[row, 10])
+            fullTopic: result[row, 10], stateOnWord: result[row, 11], stateOffWord: result[row, 12],
+            ownerNote: result[row, 13])
     }
 
     private static func notRegistered(_ code: String) -> DeviceStoreError {
