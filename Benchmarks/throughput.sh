@@ -19,11 +19,14 @@
 #            NAIVE_READINGS, a smaller backlog, at its own rate)
 # Latency, the live method: outletd running, the simulator publishing at half of H for LIVE_SECONDS;
 # publish → commit = the row's commit time (track_commit_timestamp) − the reading's time, which the
-# simulator stamps when it publishes. Counted after the first WARM_SECONDS.
-# outletd's CPU (user + system, from /proc) and peak RSS are over its drain, start-up included.
+# simulator stamps when it publishes. Counted after the first WARM_SECONDS. Then the same at
+# LIVE_LOW_RATE (10,000/s), a rate this 2-core machine carries with room to spare.
+# outletd's CPU (user + system, from /proc) and peak RSS are over its drain, start-up included. The CPU
+# of every process of a stage (mosquitto, PostgreSQL's backends, the simulator…) is counted too: on
+# one machine the stages share the cores, and those figures say where each stage's time went.
 #
 # Knobs: READINGS (1000000), NAIVE_READINGS (100000), OUTLETS (10000 publishing), REGISTERED (100000
-# registered), LIVE_SECONDS (20), WARM_SECONDS (3), DRAIN_TIMEOUT (per drain: 600 s, or READINGS / 5000 s when longer), CONFIG (release),
+# registered), LIVE_SECONDS (20), WARM_SECONDS (3), LIVE_LOW_RATE (10000), DRAIN_TIMEOUT (per drain: 600 s, or READINGS / 5000 s when longer), CONFIG (release),
 # BENCH_DAEMON (another outletd binary to run as the daemon, e.g. an older build; the simulator stays
 # this tree's), SOAK_SECONDS (600), SOAK_RATE (1000). Any outletd setting through its environment.
 set -euo pipefail
@@ -82,14 +85,41 @@ if [ "$soak" = 1 ]; then
     exit 0
 fi
 
+# stack_cpu: CPU ticks (user + system) so far of outletd (0 when it is not running), mosquitto,
+# PostgreSQL (the postmaster, the backends it reaped and those running) and this shell's reaped
+# children (the simulator, mosquitto_sub, psql).
+stack_cpu() {
+    local postmaster pg children outletd=0
+    postmaster=$(head -n 1 "$dir/pg/postmaster.pid")
+    pg=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$postmaster/stat")
+    for child in $(pgrep -P "$postmaster"); do
+        children=$(awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null) && pg=$(( pg + children ))
+    done
+    [ -n "${outletd_pid:-}" ] && [ -e "/proc/$outletd_pid" ] && outletd=$(cpu_ticks "$outletd_pid")
+    echo "$outletd $(cpu_ticks "$(cat "$dir/mosquitto/pid")") $pg $(awk '{print $16 + $17}' "/proc/$$/stat")"
+}
+# cpu_since BEFORE…: the CPU-seconds of each of stack_cpu's four since BEFORE (its four numbers).
+cpu_since() {
+    local -a before=("$@") after
+    read -ra after < <(stack_cpu)
+    local hz out=()
+    hz=$(getconf CLK_TCK)
+    for i in 0 1 2 3; do out+=("$(calc "round((${after[i]} - ${before[i]}) / $hz, 1)")"); done
+    echo "${out[*]}"
+}
+# per_million SECONDS READINGS: CPU-seconds per million readings.
+per_million() { calc "round($1 / $2 * 1e6, 2)"; }
+
 per_outlet=$(( readings / outlets ))
 echo "== B: mosquitto_sub drains a backlog of $readings" >&2
 mqtt_sub -i bench-b -c -E
 publish "$per_outlet"
+read -ra cpu0 < <(stack_cpu)
 t0=$(now)
 mqtt_sub -i bench-b -c -C "$readings" -W "$drain_timeout" >/dev/null
 B=$(calc "round($readings / ($(now) - $t0))")
-echo "   B = $B/s" >&2
+read -r _ b_broker _ b_sub < <(cpu_since "${cpu0[@]}")
+echo "   B = $B/s; CPU-s mosquitto $b_broker, mosquitto_sub $b_sub" >&2
 forget_session bench-b
 
 echo "== outletd drains a backlog of $readings" >&2
@@ -98,48 +128,74 @@ wait_subscribed
 stop_outletd
 publish "$per_outlet"
 base=$(inserted)
+outletd_pid=
+read -ra cpu0 < <(stack_cpu)
 t0=$(now)
 start_outletd
 wait_rows "$readings" "$base"
+read -r _ o_broker o_pg _ < <(cpu_since "${cpu0[@]}")
 cpu=$(cpu_ticks "$outletd_pid")
 rss_kib=$(awk '/VmHWM/ {print $2}' "/proc/$outletd_pid/status")
 O=$(drain_rate "$t0" "$readings")
 cpu_per_million=$(calc "round($cpu / $(getconf CLK_TCK) / $readings * 1e6, 2)")
-echo "   outletd: $O/s, $cpu_per_million CPU-s per million, peak RSS $rss_kib KiB" >&2
+echo "   outletd: $O/s, $cpu_per_million CPU-s per million, peak RSS $rss_kib KiB;" \
+     "CPU-s mosquitto $o_broker, PostgreSQL $o_pg" >&2
 
 echo "== D: one COPY of outletd's $readings rows into samples" >&2
 sql "\\copy (SELECT * FROM samples) TO '$dir/rows.copy'"
 stop_outletd
 empty_tables
+read -ra cpu0 < <(stack_cpu)
 t0=$(now)
 psql "$db" -X -q -v ON_ERROR_STOP=1 -c "\\copy samples FROM '$dir/rows.copy'"
 D=$(calc "round($readings / ($(now) - $t0))")
-echo "   D = $D/s" >&2
+read -r _ _ d_pg _ < <(cpu_since "${cpu0[@]}")
+echo "   D = $D/s; CPU-s PostgreSQL $d_pg" >&2
 rm -f "$dir/rows.copy"
 empty_tables
 H=$(calc "round(1 / (1 / $B + 1 / $D))")
 
 half=$(( H / 2 ))
-echo "== live: outletd while the simulator publishes $half readings/s for ${live_seconds} s" >&2
-start_outletd
-wait_subscribed
-base=$(inserted)
-live_start=$(now)
-publish $(( half * live_seconds / outlets )) "$half"
-live_readings=$acknowledged
-wait_rows "$live_readings" "$base"
-live_rate=$(calc "round($live_readings / ($(now) - $live_start))")
-read -r p50 p99 < <(sql "SELECT round(1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY x))::int || ' ' ||
-                                round(1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY x))::int
-                         FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(xmin) - measured_at) AS x
-                               FROM samples WHERE measured_at >= to_timestamp($live_start + $warm)) s")
-stop_outletd
+# live RATE: outletd running, the simulator publishing RATE readings/s for LIVE_SECONDS. Sets `result`
+# to (stored_rate p50 p99 seconds outletd mosquitto postgresql simulator): the rate at which the
+# readings were stored, publish → commit in ms, the stage's wall time (first publish → last commit)
+# and the CPU-seconds each process used meanwhile.
+live() {
+    local rate=$1 base t0 readings rate_stored p50 p99 seconds cpu
+    local -a before
+    start_outletd
+    wait_subscribed
+    base=$(inserted)
+    read -ra before < <(stack_cpu)
+    t0=$(now)
+    publish $(( rate * live_seconds / outlets )) "$rate"
+    readings=$acknowledged
+    wait_rows "$readings" "$base"
+    read -ra cpu < <(cpu_since "${before[@]}")
+    seconds=$(sql "SELECT round(extract(epoch FROM max(pg_xact_commit_timestamp(xmin)) - to_timestamp($t0))::numeric, 1)
+                   FROM samples")
+    rate_stored=$(calc "round($readings / $seconds)")
+    read -r p50 p99 < <(sql "SELECT round(1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY x))::int || ' ' ||
+                                    round(1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY x))::int
+                             FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(xmin) - measured_at) AS x
+                                   FROM samples WHERE measured_at >= to_timestamp($t0 + $warm)) s")
+    stop_outletd
+    empty_tables
+    result=("$rate_stored" "$p50" "$p99" "$seconds" "${cpu[@]}")
+}
+echo "== live: outletd while the simulator publishes $half readings/s (H/2) for ${live_seconds} s" >&2
+live "$half"
+read -r live_rate p50 p99 live_wall cpu_o cpu_m cpu_p cpu_s <<<"${result[*]}"
+cores=$(calc "round(($cpu_o + $cpu_m + $cpu_p + $cpu_s) / $live_wall, 2)")
+low=${LIVE_LOW_RATE:-10000}
+echo "== live: outletd while the simulator publishes $low readings/s for ${live_seconds} s" >&2
+live "$low"
+read -r low_rate low_p50 low_p99 _ <<<"${result[*]}"
 forget_session bench
-empty_tables
 
 # python_drain COUNT [--batched]: the Python ingester drains a backlog of COUNT; prints its rate.
 python_drain() {
-    local count=$1 pid client_id="bench-python${2:-}"
+    local count=$1 client_id="bench-python${2:-}"
     shift
     local ingester=("$venv/bin/python" Benchmarks/Throughput/ingester.py "$db" 127.0.0.1 "$OUTLETD_MQTT_PORT" outlets
                     --client-id "$client_id" "$@")
@@ -149,13 +205,14 @@ python_drain() {
     base=$(inserted)
     t0=$(now)
     "${ingester[@]}" >>"$dir/python.log" 2>&1 &
-    pid=$!
     # This function runs in a command substitution, a subshell: `pids` does not reach the cleanup, so the
-    # subshell stops its ingester itself when it leaves (a drain that timed out included).
-    trap 'kill "$pid" 2>/dev/null || true' EXIT
+    # subshell stops its ingester itself when it leaves (a drain that timed out included). Not a local:
+    # the trap runs after the function returned.
+    python_pid=$!
+    trap 'kill "$python_pid" 2>/dev/null || true' EXIT
     wait_rows "$count" "$base"
-    kill -TERM "$pid"
-    wait "$pid" || { tail "$dir/python.log" >&2; echo "bench: the Python ingester failed" >&2; exit 1; }
+    kill -TERM "$python_pid"
+    wait "$python_pid" || { tail "$dir/python.log" >&2; echo "bench: the Python ingester failed" >&2; exit 1; }
     drain_rate "$t0" "$count"
     forget_session "$client_id"
     sql "TRUNCATE samples"
@@ -182,6 +239,17 @@ row "outletd / python batched" "$(ratio "$O" "$PB")" "≥ 2.3"
 row "outletd / python one INSERT" "$(ratio "$O" "$P1")" "≥ 20"
 row "outletd CPU-seconds per million readings" "$cpu_per_million" "≤ 5"
 row "outletd peak RSS, KiB ($readings backlog)" "$rss_kib" "≤ 65536 (10M backlog: READINGS=10000000)"
-row "live at $half/s: stored at (readings/s)" "$live_rate" ""
-row "live publish → commit p50 (ms)" "$p50" ""
-row "live publish → commit p99 (ms)" "$p99" "≤ 100"
+echo
+row "CPU-seconds per million readings, by process" "" ""
+row "B: mosquitto / mosquitto_sub" "$(per_million "$b_broker" "$readings") / $(per_million "$b_sub" "$readings")" ""
+row "D: PostgreSQL" "$(per_million "$d_pg" "$readings")" ""
+row "outletd's drain: outletd / mosquitto / PostgreSQL" \
+    "$cpu_per_million / $(per_million "$o_broker" "$readings") / $(per_million "$o_pg" "$readings")" \
+    "$(nproc) cores × $(calc "round($readings / $O, 1)") s = $(calc "round($(nproc) * 1e6 / $O, 1)") per million"
+echo
+row "live at $half/s (H/2): stored at (readings/s)" "$live_rate" ""
+row "live at H/2: publish → commit p50 (ms)" "$p50" ""
+row "live at H/2: publish → commit p99 (ms)" "$p99" "≤ 100"
+row "live at H/2: CPU-s outletd/mosquitto/PG/simulator" "$cpu_o/$cpu_m/$cpu_p/$cpu_s" "in $live_wall s"
+row "live at H/2: cores the four used" "$cores" "of $(nproc)"
+row "live at $low/s: publish → commit p50 / p99 (ms)" "$low_p50 / $low_p99" "(stored at $low_rate/s)"
