@@ -61,6 +61,47 @@ import Testing
         #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 4)
     }
 
+    /// The plain insert comes first (sql/write/move_new_samples.sql); two readings of one outlet at one time
+    /// in one batch make it fail, and the batch is moved the careful way: the one received first is stored,
+    /// the other counted as a duplicate, the totals count one — in this batch and in the next, which goes
+    /// the careful way straight away.
+    @Test func aBatchWhosePlainInsertMeetsADuplicateIsMovedTheCarefulWay() throws {
+        let (url, connection, id) = try setUp()
+        defer { connection.close() }
+        let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3)
+        let message = RawMessage(topic: "t", payload: [], receivedAt: base)
+        func sample(_ offset: Double, power: Double, receivedLater: Double = 0) -> DeviceSample {
+            var reading = reading(offset, power: power)
+            reading.receivedAt = reading.receivedAt.addingTimeInterval(receivedLater)
+            return DeviceSample(deviceID: id, reading: reading)
+        }
+        for (round, first) in [0.0, 60].enumerated() {
+            var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
+            batch.add(
+                ClassifiedMessage(samples: [
+                    sample(first + 2, power: 70, receivedLater: 1), sample(first + 1, power: 10),
+                    sample(first + 2, power: 20),
+                ]), of: message)
+            let outcome = try store.write(batch, to: connection)
+            #expect(outcome == .init(inserted: 2, duplicates: 1), "round \(round)")
+        }
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 4)
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples WHERE power_watts = 70") == 0)
+        let summary = try PowerSummaryQuery(connection: connection).summary(code: "plug-1")
+        #expect(summary?.sampleCount == 4)
+        #expect(summary?.averagePowerWatts == 15)
+    }
+
+    @Test func afterADuplicateTheNextBatchesGoTheCarefulWayThenThePlainOneAgain() {
+        let recent = RecentDuplicates()
+        #expect(recent.expectsNone())
+        recent.met()
+        let careful = (0..<RecentDuplicates.carefulBatches).filter { _ in !recent.expectsNone() }.count
+        #expect(careful == RecentDuplicates.carefulBatches)
+        #expect(recent.expectsNone())
+        #expect(recent.expectsNone())
+    }
+
     @Test func rejectedMessagesAndPendingDevicesStayBounded() throws {
         let (url, connection, _) = try setUp()
         defer { connection.close() }

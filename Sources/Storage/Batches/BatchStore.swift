@@ -1,13 +1,15 @@
 import Foundation
 import MessageSpool
 import Postgres
+import Synchronization
 import Telemetry
 
 /// The SQL of the write path: one transaction per ``Batch``.
 ///
-/// Samples are COPYed into a session-local staging table and moved with
-/// `INSERT … ON CONFLICT DO NOTHING RETURNING`, and the running totals are updated from the rows
-/// that statement really inserted — so replaying or repeating a message never counts twice.
+/// Samples are COPYed into a session-local staging table and moved with a plain `INSERT … RETURNING`
+/// under a savepoint, or, when that meets a stored sample, with `INSERT … ON CONFLICT DO NOTHING
+/// RETURNING`; the running totals are updated from the rows really inserted — so replaying or
+/// repeating a message never counts twice.
 /// The power rollups (minute, hour, day) are then brought up to date, in the same transaction, from
 /// those rows (`BatchStore+Rollups.swift`, docs/ROLLUPS.md). The daily partitions of `samples` that the batch needs
 /// are created first when missing. Rejections are counted by reason, a bounded sample of them
@@ -30,6 +32,8 @@ public struct BatchStore: Sendable {
     /// miss samples, until `outletd rollup rebuild` (sql/write/note_unmaintained.sql; call
     /// ``RollupStore/stopMaintaining()`` first).
     public let maintainsRollups: Bool
+    /// Whether a batch met a stored sample lately (see `moveSamples`): shared by the copies of this store.
+    private let duplicates = RecentDuplicates()
 
     public init(keepRejectedMessages: Int, pendingDevicesMax: Int, maintainsRollups: Bool = true) {
         self.keepRejectedMessages = keepRejectedMessages
@@ -44,6 +48,7 @@ public struct BatchStore: Sendable {
         let statements = [
             (Statement.ensurePartitions, WriteSQL.ensurePartitions),
             (Statement.moveSamples, WriteSQL.moveSamples),
+            (Statement.moveNewSamples, WriteSQL.moveNewSamples),
             (Statement.lockInserted, WriteSQL.lockInserted),
             (Statement.shortWay, WriteSQL.shortWay),
             (Statement.shortWayAcrossHours, WriteSQL.shortWayAcrossHours),
@@ -58,6 +63,7 @@ public struct BatchStore: Sendable {
     enum Statement {
         static let ensurePartitions = "outletd_ensure_partitions"
         static let moveSamples = "outletd_move_samples"
+        static let moveNewSamples = "outletd_move_new_samples"
         static let lockInserted = "outletd_lock_inserted"
         static let shortWay = "outletd_short_way"
         static let shortWayAcrossHours = "outletd_short_way_across_hours"
@@ -103,10 +109,12 @@ public struct BatchStore: Sendable {
                 // and encodes them for their COPY: its work and the server's overlap.
                 var rollups: StagedRollups?
                 let maxGapSeconds = try begun.double(row: 0, column: 1) ?? 0
-                let moved = try connection.executePrepared(name: Statement.moveSamples, [maintainsRollups]) {
-                    if maintainsRollups { rollups = StagedRollups(batch, maxGapSeconds: maxGapSeconds) }
+                let stageRollups = {
+                    if maintainsRollups && rollups == nil {
+                        rollups = StagedRollups(batch, maxGapSeconds: maxGapSeconds)
+                    }
                 }
-                inserted = try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
+                inserted = try moveSamples(connection, while: stageRollups)
                 if inserted > 0, let rollups {
                     try updateRollups(rollups, shortWays: shortWays, connection)
                 } else if inserted > 0, let earliest = batch.samples.lazy.map(\.reading.measuredAt).min() {
@@ -125,6 +133,30 @@ public struct BatchStore: Sendable {
             }
             return Outcome(inserted: inserted, duplicates: batch.samples.count - inserted)
         }
+    }
+
+    /// Moves the staged samples into `samples` (running `meanwhile` while the server works) and returns how
+    /// many it inserted. The plain insert (sql/write/move_new_samples.sql) comes first, under a savepoint,
+    /// unless a batch met a stored sample lately; when it meets one (unique_violation), the batch is moved
+    /// again with ON CONFLICT DO NOTHING (sql/write/move_samples.sql), and so are the next batches for a while.
+    private func moveSamples(_ connection: PostgresConnection, while meanwhile: () -> Void) throws -> Int {
+        let parameters: [(any PostgresBindable)?] = [maintainsRollups]
+        if duplicates.expectsNone() {
+            try connection.execute("SAVEPOINT outletd_move")
+            do {
+                let moved = try connection.executePrepared(
+                    name: Statement.moveNewSamples, parameters, whileRunning: meanwhile)
+                try connection.execute("RELEASE SAVEPOINT outletd_move")
+                return try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
+            } catch {
+                guard error.code == .queryFailed && error.sqlState == "23505" else { throw error }
+                try connection.execute("ROLLBACK TO SAVEPOINT outletd_move")
+                duplicates.met()
+            }
+        }
+        let moved = try connection.executePrepared(
+            name: Statement.moveSamples, parameters, whileRunning: meanwhile)
+        return try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
     }
 
     static func saveCheckpoint(
@@ -223,4 +255,23 @@ public struct BatchStore: Sendable {
                 Int64(pendingDevicesMax),
             ])
     }
+}
+
+/// How many more batches are moved with ON CONFLICT DO NOTHING straight away, since one met a stored sample:
+/// a fleet that repeats readings does not pay for a failed plain insert in every batch.
+final class RecentDuplicates: Sendable {
+    /// Batches moved the careful way after one that met a duplicate.
+    static let carefulBatches = 100
+    private let remaining = Mutex(0)
+
+    /// Whether the next batch tries the plain insert (counting down the careful batches).
+    func expectsNone() -> Bool {
+        remaining.withLock { remaining in
+            guard remaining > 0 else { return true }
+            remaining -= 1
+            return false
+        }
+    }
+
+    func met() { remaining.withLock { $0 = Self.carefulBatches } }
 }
