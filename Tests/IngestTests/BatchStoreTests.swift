@@ -61,7 +61,7 @@ import Testing
         #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 4)
     }
 
-    /// The plain insert comes first (sql/write/move_new_samples.sql); two readings of one outlet at one time
+    /// The plain insert comes first (move_samples.sql without ON CONFLICT); two readings of one outlet at one time
     /// in one batch make it fail, and the batch is moved the careful way: the one received first is stored,
     /// the other counted as a duplicate, the totals count one — in this batch and in the next, which goes
     /// the careful way straight away.

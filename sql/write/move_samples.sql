@@ -2,6 +2,9 @@
 -- at one time, the one received first), and adds the rows it really inserted to `device_power_totals`. With
 -- $1 (rollups maintained), notes besides, per outlet, how many it really inserted and the earliest of them
 -- (`outletd_inserted_devices`): what the rollup statements read. Returns how many it inserted.
+-- scripts/embed-sql also derives from it the same statement without ON CONFLICT, a plain insert that PostgreSQL
+-- runs in two thirds of the time (docs/PERFORMANCE.md): BatchStore.moveSamples tries that one first, under a
+-- savepoint, and comes here when it meets a stored sample (unique_violation).
 WITH inserted AS (
     INSERT INTO samples (device_id, measured_at, received_at, device_time, voltage_volts, current_amperes,
                          power_watts, power_factor, energy_wh, seq)

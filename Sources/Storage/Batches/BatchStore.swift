@@ -136,9 +136,10 @@ public struct BatchStore: Sendable {
     }
 
     /// Moves the staged samples into `samples` (running `meanwhile` while the server works) and returns how
-    /// many it inserted. The plain insert (sql/write/move_new_samples.sql) comes first, under a savepoint,
-    /// unless a batch met a stored sample lately; when it meets one (unique_violation), the batch is moved
-    /// again with ON CONFLICT DO NOTHING (sql/write/move_samples.sql), and so are the next batches for a while.
+    /// many it inserted. The plain insert (sql/write/move_samples.sql without ON CONFLICT, derived by
+    /// scripts/embed-sql) comes first, under a savepoint, unless a batch met a stored sample lately; when it
+    /// meets one (unique_violation), the batch is moved again with ON CONFLICT DO NOTHING
+    /// (sql/write/move_samples.sql), and so are the next batches for a while.
     private func moveSamples(_ connection: PostgresConnection, while meanwhile: () -> Void) throws -> Int {
         let parameters: [(any PostgresBindable)?] = [maintainsRollups]
         if duplicates.expectsNone() {
