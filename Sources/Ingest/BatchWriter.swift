@@ -56,14 +56,15 @@ public final class BatchWriter: Service, Sendable {
     private let spool: Spool
     private let registry: DeviceRegistry
     private let classifier: MessageClassifier
-    private let store: BatchStore
     private let settings: Settings
-    private let connectionString: String
-    private let metrics: IngestMetrics
     private let logger: Logger
+    private let metrics: IngestMetrics
+    private let committer: BatchCommitter
+    private let shutdown: ShutdownDeadline
     private let completion = ThreadCompletion()
-    /// Beats on every turn of the writer's loop, also while it waits for the database; the
-    /// systemd watchdog is fed only while it is recent.
+    /// Beats on every turn of the writer's loop while no batch is being written, also while it waits for the
+    /// database, and when a batch starts and ends: the systemd watchdog is fed only while it is recent, so a
+    /// transaction that hangs stops it.
     public let heartbeat = Heartbeat()
 
     public init(
@@ -73,18 +74,22 @@ public final class BatchWriter: Service, Sendable {
         self.spool = spool
         self.registry = registry
         self.classifier = classifier
-        self.store = store
         self.settings = settings
-        self.connectionString = connectionString
         self.metrics = metrics
         self.logger = logger
+        shutdown = ShutdownDeadline(spool: spool, timeout: settings.shutdownFlushTimeout)
+        committer = BatchCommitter(
+            spool: spool, store: store, settings: settings, connectionString: connectionString, metrics: metrics,
+            logger: logger, heartbeat: heartbeat, shutdown: shutdown)
     }
 
     /// Starts the thread.
     public func start() {
         let thread = Thread { [self] in
+            committer.start()
             var loop = Loop(writer: self)
             loop.run()
+            committer.close()
             self.completion.markFinished()
         }
         thread.name = "outletd-writer"
@@ -117,15 +122,15 @@ public final class BatchWriter: Service, Sendable {
     /// The writer's mutable state, owned by its thread.
     private struct Loop {
         let writer: BatchWriter
-        var connection: PostgresConnection?
         var limiter: RejectionLogLimiter
-        var shutdownDeadline: Date?
         var positioned = false
         /// Where the current batch ends in the spool, and how many records it holds.
         var batchEnd: SpoolPosition?
         var batchRecords = 0
         /// When the batch's messages were received, for `outletd_ingest_latency_seconds`.
         var batchReceivedAt: [Date] = []
+        /// When the registry may be asked about a code it does not know.
+        var misses = RegistryMissPolicy(lookupsPerSecond: 50, negativeSeconds: 2)
 
         init(writer: BatchWriter) {
             self.writer = writer
@@ -133,25 +138,31 @@ public final class BatchWriter: Service, Sendable {
         }
 
         var settings: Settings { writer.settings }
+        var committer: BatchCommitter { writer.committer }
 
+        /// Reads and classifies; hands each batch to the committer. A batch the policy would end while the
+        /// committer still writes the one before keeps growing meanwhile (up to `batchMaxRows`), reading
+        /// what arrives every 2 ms, and is handed over the moment the committer is free: under load the
+        /// batches are as large as one transaction's time lets them grow, as without the overlap.
         mutating func run() {
-            defer { connection?.close() }
             let policy = writer.settings.flushPolicy
             var batch = newBatch()
             var state = FlushPolicy.State()
+            var growing = false
             while true {
-                writer.heartbeat.beat()
-                noteShutdown()
+                if !committer.isBusy { writer.heartbeat.beat() }
+                writer.shutdown.note()
                 guard waitForRegistry(), positionSpool() else { return }
                 let holding = state.holdingSince != nil
-                let (room, deadline) = policy.nextRead(state, now: Date())
+                var (room, deadline) = policy.nextRead(state, now: Date())
+                if growing { deadline = Date().addingTimeInterval(0.002) }
                 let records: [SpoolRecord]
                 do {
                     records = try writer.spool.read(upTo: room, waitingUntil: deadline)
                 } catch {
                     writer.logger.error("cannot read the spool; retrying", metadata: ["error": "\(error)"])
-                    if pastShutdownDeadline { return }
-                    sleepBeating(seconds: 1)
+                    if writer.shutdown.isPast { return }
+                    committer.sleepBeating(seconds: 1)
                     continue
                 }
                 for record in records {
@@ -191,15 +202,21 @@ public final class BatchWriter: Service, Sendable {
                 }
                 if !writer.classifier.isHolding { state.holdingSince = nil }
                 let drained = state.drained
+                growing = false
                 if let end = batchEnd, policy.shouldFlush(state, now: now) {
-                    guard flush(batch, end: end) else { return }
-                    writer.spool.commit(through: end, records: batchRecords)
-                    writer.metrics.batchLatencies(receivedAt: batchReceivedAt, committedAt: Date())
-                    batchReceivedAt.removeAll(keepingCapacity: true)
-                    batch = newBatch()
-                    state = FlushPolicy.State()
-                    batchEnd = nil
-                    batchRecords = 0
+                    if committer.isBusy && state.rows < policy.maxRows && !drained {
+                        growing = true
+                    } else {
+                        guard committer.waitUntilIdle() else { return }
+                        committer.submit(
+                            BatchCommitter.Job(
+                                batch: batch, end: end, records: batchRecords, receivedAt: batchReceivedAt))
+                        batchReceivedAt = []
+                        batch = newBatch()
+                        state = FlushPolicy.State()
+                        batchEnd = nil
+                        batchRecords = 0
+                    }
                 }
                 if drained && batchEnd == nil { return }
             }
@@ -211,24 +228,12 @@ public final class BatchWriter: Service, Sendable {
                 payloadExcerptBytes: settings.payloadExcerptBytes)
         }
 
-        mutating func noteShutdown() {
-            if shutdownDeadline == nil && writer.spool.isIntakeStopped {
-                shutdownDeadline = Date().addingTimeInterval(settings.shutdownFlushTimeout)
-            }
-        }
-
-        var pastShutdownDeadline: Bool {
-            if let shutdownDeadline { return Date() >= shutdownDeadline }
-            return false
-        }
-
         /// Classifying before the registry is loaded would reject every code as unknown: waits for its first
         /// load (an event), beating the heartbeat and watching for the shutdown every half second.
-        mutating func waitForRegistry() -> Bool {
+        func waitForRegistry() -> Bool {
             while !writer.registry.waitUntilLoaded(until: Date().addingTimeInterval(0.5)) {
                 writer.heartbeat.beat()
-                noteShutdown()
-                if pastShutdownDeadline { return false }
+                if writer.shutdown.isPast { return false }
                 if writer.spool.isIntakeStoppedAndRead { return true }
             }
             return true
@@ -253,9 +258,9 @@ public final class BatchWriter: Service, Sendable {
             guard !positioned else { return true }
             var backoff = Backoff(initial: 0.2, maximum: settings.reconnectDelayMax)
             while true {
-                noteShutdown()
+                writer.shutdown.note()
                 do {
-                    let checkpoint = try BatchStore.loadCheckpoint(of: settings.instanceID, try currentConnection())
+                    let checkpoint = try committer.loadCheckpoint()
                     try writer.spool.seek(to: checkpoint)
                     positioned = true
                     let status = writer.spool.status()
@@ -267,138 +272,24 @@ public final class BatchWriter: Service, Sendable {
                         ])
                     return true
                 } catch {
-                    dropConnectionIfBroken(after: error)
                     let delay = backoff.nextDelay()
                     writer.logger.warning(
                         "cannot read the spool checkpoint; retrying",
                         metadata: ["error": "\(error)", "retry_in_s": "\(String(format: "%.1f", delay))"])
-                    if pastShutdownDeadline { return false }
-                    sleepBeating(seconds: delay)
+                    if writer.shutdown.isPast { return false }
+                    committer.sleepBeating(seconds: delay)
                 }
             }
         }
-
-        /// When the database may be asked about a code the registry does not know.
-        var misses = RegistryMissPolicy(lookupsPerSecond: 50, negativeSeconds: 2)
 
         /// The registry's entry; for a code it does not know, the database's (rate limited by
-        /// ``RegistryMissPolicy``). An outlet registered a moment before its first reading then counts
-        /// as known even if the NOTIFY has not reached the registry listener yet.
+        /// ``RegistryMissPolicy``; it waits for the batch in flight). An outlet registered a moment before its
+        /// first reading then counts as known even if the NOTIFY has not reached the registry listener yet.
         mutating func lookUp(_ code: String) -> RegisteredDevice? {
             if let device = writer.registry.lookup(code) { return device }
-            guard let connection, misses.shouldLookUp(code, at: Date()) else { return nil }
-            guard let device = try? DeviceStore(connection: connection).registryEntry(code) else { return nil }
+            guard misses.shouldLookUp(code, at: Date()), let device = committer.registryEntry(code) else { return nil }
             writer.registry.update(code, device)
             return device
-        }
-
-        /// Closes the connection when `error` says it is broken; returns whether it did.
-        @discardableResult
-        mutating func dropConnectionIfBroken(after error: any Error) -> Bool {
-            let connectionProblem = (error as? PostgresError)?.isConnectionError ?? false
-            guard connectionProblem || connection?.isHealthy == false else { return false }
-            connection?.close()
-            connection = nil
-            return true
-        }
-
-        /// Whether the batch ending at `end` is committed already: its transaction stored that
-        /// position in `ingest_checkpoints`, and only this writer moves this instance's row forward.
-        func isCommitted(through end: SpoolPosition, _ connection: PostgresConnection) throws -> Bool {
-            guard let stored = try BatchStore.loadCheckpoint(of: settings.instanceID, connection) else { return false }
-            return stored.spoolID == writer.spool.identity && stored.position >= end
-        }
-
-        /// Writes the batch and the spool position `end` in one transaction, retrying until it is
-        /// committed. Returns false only when shutting down and the flush timeout passed.
-        ///
-        /// A connection lost while the transaction ran leaves its outcome unknown: the `COMMIT` may have
-        /// reached the server and its answer been lost. Before writing the batch again the writer then
-        /// reads the checkpoint the transaction would have stored, and a batch found committed is not
-        /// written twice (rejection counts, stored rejections and pending codes are not idempotent).
-        mutating func flush(_ batch: Batch, end: SpoolPosition) -> Bool {
-            let checkpoint = SpoolCheckpoint(spoolID: writer.spool.identity, position: end)
-            var backoff = Backoff(initial: 0.2, maximum: settings.reconnectDelayMax)
-            var outcomeUnknown = false
-            let firstAttempt = ContinuousClock.now
-            while true {
-                noteShutdown()
-                do {
-                    let connection = try currentConnection()
-                    if outcomeUnknown {
-                        if try isCommitted(through: end, connection) {
-                            // What the lost answer would have said is gone; the samples count as stored.
-                            writer.metrics.batchCommitted(
-                                stored: batch.samples.count, duplicates: 0, rejected: batch.rejectionCounts,
-                                seconds: Self.seconds(ContinuousClock.now - firstAttempt))
-                            writer.logger.notice(
-                                "the batch was committed before the database connection broke; not writing it again",
-                                metadata: ["messages": "\(batch.messageCount)", "checkpoint": "\(end)"])
-                            return true
-                        }
-                        outcomeUnknown = false
-                    }
-                    let started = ContinuousClock.now
-                    let outcome = try writer.store.write(
-                        batch, to: connection, checkpoint: (settings.instanceID, checkpoint))
-                    let seconds = Self.seconds(ContinuousClock.now - started)
-                    writer.metrics.batchCommitted(
-                        stored: outcome.inserted, duplicates: outcome.duplicates, rejected: batch.rejectionCounts,
-                        seconds: seconds)
-                    if outcome.rewrittenAfterMinuteConflict {
-                        writer.metrics.databaseError()
-                        writer.logger.warning(
-                            "a minute the rollups closed already had a stored row; batch written again, merging it",
-                            metadata: ["messages": "\(batch.messageCount)"])
-                    }
-                    if backoff.attempts > 0 {
-                        writer.logger.info("database write recovered", metadata: ["attempts": "\(backoff.attempts)"])
-                    }
-                    return true
-                } catch {
-                    writer.metrics.databaseError()
-                    let connectionProblem = (error as? PostgresError)?.isConnectionError ?? false
-                    if dropConnectionIfBroken(after: error) { outcomeUnknown = true }
-                    let delay = backoff.nextDelay()
-                    writer.logger.warning(
-                        connectionProblem
-                            ? "database unavailable; batch kept, retrying" : "batch write failed; retrying",
-                        metadata: [
-                            "error": "\(error)", "messages": "\(batch.messageCount)",
-                            "retry_in_s": "\(String(format: "%.1f", delay))",
-                        ])
-                    if pastShutdownDeadline { return false }
-                    sleepBeating(seconds: delay)
-                }
-            }
-        }
-
-        static func seconds(_ duration: Duration) -> Double {
-            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        }
-
-        /// Sleeps in short slices, beating the heartbeat: waiting for the database is not a stall.
-        func sleepBeating(seconds: Double) {
-            let until = Date().addingTimeInterval(seconds)
-            while Date() < until {
-                writer.heartbeat.beat()
-                Thread.sleep(forTimeInterval: min(0.5, max(0, until.timeIntervalSinceNow)))
-            }
-        }
-
-        mutating func currentConnection() throws -> PostgresConnection {
-            if let connection { return connection }
-            let fresh = try PostgresConnection(
-                connectionString: writer.connectionString, applicationName: "outletd-writer")
-            do {
-                try writer.store.prepareSession(fresh)
-            } catch {
-                fresh.close()
-                throw error
-            }
-            connection = fresh
-            writer.metrics.setDatabaseConnected(true)
-            return fresh
         }
     }
 }

@@ -62,4 +62,55 @@ import Testing
         #expect(transactions <= 3, "\(transactions) transactions for \(total + 1) readings")
         #expect(try Harness.count(url, "SELECT sum(sample_count) FROM device_power_totals") == total + 1)
     }
+
+    /// While PostgreSQL writes one batch, the writer reads and classifies the next (BatchCommitter): a
+    /// message that arrives while a batch is stalled in the database is classified at once (its repeated
+    /// reading counted), and stored only after the stalled batch, each exactly once.
+    @Test func theNextBatchIsClassifiedWhileTheDatabaseWritesOne() async throws {
+        let url = try Harness.migratedDatabase()
+        let configuration = try Harness.configuration(databaseURL: url)
+        try Harness.register(["overlap-1"], databaseURL: url)
+        let topic = "\(configuration.mqtt.topicPrefix)/overlap-1/telemetry"
+        let start = Date()
+
+        try await Harness.withService(configuration) { service in
+            let publisher = try Harness.publisher()
+            defer { publisher.stop() }
+            try publisher.publish(topic, payload: Payloads.reading(ts: start, seq: 1))
+            try await Harness.waitUntil(timeout: 30, "the first reading stored") {
+                try Harness.count(url, "SELECT count(*) FROM samples") == 1
+            }
+
+            let blocker = try PostgresConnection(connectionString: url)
+            defer { blocker.close() }
+            try blocker.execute("BEGIN")
+            try blocker.execute("LOCK TABLE samples IN EXCLUSIVE MODE")
+            try publisher.publish(topic, payload: Payloads.reading(ts: start.addingTimeInterval(1), seq: 2))
+            try await Harness.waitUntil(timeout: 30, "the writer waiting for the lock inside its batch") {
+                try Harness.count(
+                    url,
+                    """
+                    SELECT count(*) FROM pg_stat_activity
+                    WHERE application_name = 'outletd-writer' AND wait_event_type = 'Lock'
+                    """) == 1
+            }
+            // Two readings at one time in one message: the second is a duplicate, counted when classified.
+            let at = Int64(start.addingTimeInterval(2).timeIntervalSince1970 * 1000)
+            let repeated = #"[{"voltage":230,"current":1,"ts":\#(at)},{"voltage":231,"current":1,"ts":\#(at)}]"#
+            try publisher.publish(topic, payload: Array(repeated.utf8))
+            try await Harness.waitUntil(timeout: 30, "the message classified while the batch before waits") {
+                service.metrics.snapshot().readingsDuplicate == 1
+            }
+            #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 1)
+
+            try blocker.execute("COMMIT")
+            try await Harness.waitUntil(timeout: 30, "both batches stored") {
+                try Harness.count(url, "SELECT count(*) FROM samples") == 3
+                    && service.metrics.snapshot().spoolRecordsPending == 0
+            }
+        }
+        #expect(try Harness.count(url, "SELECT count(DISTINCT xmin::text) FROM samples") == 3)
+        #expect(try Harness.count(url, "SELECT sum(sample_count) FROM device_power_totals") == 3)
+        #expect(try Harness.scalar(url, "SELECT voltage_volts FROM samples ORDER BY measured_at DESC LIMIT 1") == "230")
+    }
 }

@@ -1,0 +1,315 @@
+import Foundation
+import Logging
+import MessageSpool
+import Observability
+import Postgres
+import Runtime
+import Storage
+import Synchronization
+import Telemetry
+
+/// The writer's database side, on a thread of its own: it owns the writer's connection and writes the
+/// batches ``BatchWriter``'s loop hands it, one at a time and in the spool's order, each in one transaction
+/// with the spool position just after it; after the commit it tells the spool.
+///
+/// While it writes one batch, the loop reads and classifies the next: outletd's work on a batch and
+/// PostgreSQL's on the one before overlap. At most one batch is in flight; the next is handed over only once
+/// it is committed, so the commits, and the checkpoints they store, keep the spool's order, and a crash
+/// loses nothing: what is not committed is read from the spool again at the next start.
+///
+/// The connection never leaves this thread (libpq's connections are used by one thread at a time): the loop's
+/// few other questions to the database (the checkpoint to start from, a code the registry does not know) are
+/// asked through the same hand-off, once no batch is in flight, and answered here.
+final class BatchCommitter: Sendable {
+    /// A batch handed over for writing.
+    struct Job: Sendable {
+        var batch: Batch
+        /// The spool position just after the batch's last record, and how many records it holds.
+        var end: SpoolPosition
+        var records: Int
+        /// When the batch's messages were received, for `outletd_ingest_latency_seconds`.
+        var receivedAt: [Date]
+    }
+
+    private enum Request: Sendable {
+        case write(Job)
+        case loadCheckpoint
+        case registryEntry(String)
+    }
+
+    private enum Answer: Sendable {
+        case checkpoint(Result<SpoolCheckpoint?, any Error>)
+        case registryEntry(RegisteredDevice?)
+    }
+
+    private struct State: Sendable {
+        /// Asked and not yet taken by the thread.
+        var request: Request?
+        /// A request asked and not yet done (a batch not yet committed or given up).
+        var busy = false
+        var answer: Answer?
+        /// A write gave up: the shutdown deadline passed before the database took it.
+        var gaveUp = false
+        var closed = false
+        var finished = false
+    }
+
+    private let state = Guarded(State())
+    private let spool: Spool
+    private let store: BatchStore
+    private let settings: BatchWriter.Settings
+    private let connectionString: String
+    private let metrics: IngestMetrics
+    private let logger: Logger
+    private let heartbeat: Heartbeat
+    private let shutdown: ShutdownDeadline
+
+    init(
+        spool: Spool, store: BatchStore, settings: BatchWriter.Settings, connectionString: String,
+        metrics: IngestMetrics, logger: Logger, heartbeat: Heartbeat, shutdown: ShutdownDeadline
+    ) {
+        self.spool = spool
+        self.store = store
+        self.settings = settings
+        self.connectionString = connectionString
+        self.metrics = metrics
+        self.logger = logger
+        self.heartbeat = heartbeat
+        self.shutdown = shutdown
+    }
+
+    /// Starts the thread.
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "outletd-commit"
+        thread.start()
+    }
+
+    /// Whether a batch is in flight.
+    var isBusy: Bool { state.withLock { $0.busy } }
+
+    /// Hands `job` over; only while no batch is in flight (after ``waitUntilIdle()``).
+    func submit(_ job: Job) {
+        state.update { state in
+            precondition(!state.busy, "a batch handed over while another is in flight")
+            state.request = .write(job)
+            state.busy = true
+        }
+    }
+
+    /// Waits until no batch is in flight. False when a write gave up at the shutdown deadline: the loop
+    /// ends, and what was not committed stays in the spool for the next start.
+    func waitUntilIdle() -> Bool {
+        state.wait(until: nil, for: { !$0.busy }) { state, _ in !state.gaveUp }
+    }
+
+    /// Waits for the batch in flight, then ends the thread, which closes the connection.
+    func close() {
+        state.update { $0.closed = true }
+        state.wait(until: nil, for: { $0.finished }) { _, _ in }
+    }
+
+    /// The stored spool position of this instance (the loop's start), over the connection, made now if
+    /// there is none. Waits until no batch is in flight.
+    func loadCheckpoint() throws -> SpoolCheckpoint? {
+        guard case .checkpoint(let result) = ask(.loadCheckpoint) else { preconditionFailure("answer mismatch") }
+        return try result.get()
+    }
+
+    /// The database's entry for a code the registry does not know, over the connection if there is one
+    /// (nil without). Waits until no batch is in flight.
+    func registryEntry(_ code: String) -> RegisteredDevice? {
+        guard case .registryEntry(let device) = ask(.registryEntry(code)) else { preconditionFailure("answer mismatch") }
+        return device
+    }
+
+    private func ask(_ request: Request) -> Answer {
+        state.wait(until: nil, for: { !$0.busy }) { state, _ in
+            state.request = request
+            state.busy = true
+            state.answer = nil
+        }
+        return state.wait(until: nil, for: { !$0.busy }) { state, _ in
+            defer { state.answer = nil }
+            guard let answer = state.answer else { preconditionFailure("a question left unanswered") }
+            return answer
+        }
+    }
+
+    private func run() {
+        var connection: PostgresConnection?
+        defer { connection?.close() }
+        while true {
+            let request = state.wait(until: nil, for: { $0.request != nil || $0.closed }) { state, _ in
+                defer { state.request = nil }
+                return state.request
+            }
+            guard let request else { break }
+            switch request {
+            case .write(let job):
+                heartbeat.beat()
+                let written = write(job, &connection)
+                if written {
+                    spool.commit(through: job.end, records: job.records)
+                    metrics.batchLatencies(receivedAt: job.receivedAt, committedAt: Date())
+                    heartbeat.beat()
+                }
+                state.update { state in
+                    state.busy = false
+                    if !written { state.gaveUp = true }
+                }
+            case .loadCheckpoint:
+                let result = Result<SpoolCheckpoint?, any Error> {
+                    do {
+                        return try BatchStore.loadCheckpoint(of: settings.instanceID, try connect(&connection))
+                    } catch {
+                        dropIfBroken(&connection, after: error)
+                        throw error
+                    }
+                }
+                state.update { state in
+                    state.answer = .checkpoint(result)
+                    state.busy = false
+                }
+            case .registryEntry(let code):
+                let device = connection.flatMap { try? DeviceStore(connection: $0).registryEntry(code) }
+                state.update { state in
+                    state.answer = .registryEntry(device)
+                    state.busy = false
+                }
+            }
+        }
+        state.update { $0.finished = true }
+    }
+
+    /// The connection, made now (with its session: staging tables, prepared statements) if there is none.
+    private func connect(_ connection: inout PostgresConnection?) throws -> PostgresConnection {
+        if let connection { return connection }
+        let fresh = try PostgresConnection(connectionString: connectionString, applicationName: "outletd-writer")
+        do {
+            try store.prepareSession(fresh)
+        } catch {
+            fresh.close()
+            throw error
+        }
+        connection = fresh
+        metrics.setDatabaseConnected(true)
+        return fresh
+    }
+
+    /// Closes the connection when `error` says it is broken; returns whether it did.
+    @discardableResult
+    private func dropIfBroken(_ connection: inout PostgresConnection?, after error: any Error) -> Bool {
+        let connectionProblem = (error as? PostgresError)?.isConnectionError ?? false
+        guard connectionProblem || connection?.isHealthy == false else { return false }
+        connection?.close()
+        connection = nil
+        return true
+    }
+
+    /// Whether the batch ending at `end` is committed already: its transaction stored that
+    /// position in `ingest_checkpoints`, and only this writer moves this instance's row forward.
+    private func isCommitted(through end: SpoolPosition, _ connection: PostgresConnection) throws -> Bool {
+        guard let stored = try BatchStore.loadCheckpoint(of: settings.instanceID, connection) else { return false }
+        return stored.spoolID == spool.identity && stored.position >= end
+    }
+
+    /// Writes the batch and its spool position in one transaction, retrying until it is committed.
+    /// Returns false only when shutting down and the flush timeout passed.
+    ///
+    /// A connection lost while the transaction ran leaves its outcome unknown: the `COMMIT` may have
+    /// reached the server and its answer been lost. Before writing the batch again it then reads the
+    /// checkpoint the transaction would have stored, and a batch found committed is not written twice
+    /// (rejection counts, stored rejections and pending codes are not idempotent).
+    private func write(_ job: Job, _ connection: inout PostgresConnection?) -> Bool {
+        let batch = job.batch
+        let checkpoint = SpoolCheckpoint(spoolID: spool.identity, position: job.end)
+        var backoff = Backoff(initial: 0.2, maximum: settings.reconnectDelayMax)
+        var outcomeUnknown = false
+        let firstAttempt = ContinuousClock.now
+        while true {
+            do {
+                let current = try connect(&connection)
+                if outcomeUnknown {
+                    if try isCommitted(through: job.end, current) {
+                        // What the lost answer would have said is gone; the samples count as stored.
+                        metrics.batchCommitted(
+                            stored: batch.samples.count, duplicates: 0, rejected: batch.rejectionCounts,
+                            seconds: Self.seconds(ContinuousClock.now - firstAttempt))
+                        logger.notice(
+                            "the batch was committed before the database connection broke; not writing it again",
+                            metadata: ["messages": "\(batch.messageCount)", "checkpoint": "\(job.end)"])
+                        return true
+                    }
+                    outcomeUnknown = false
+                }
+                let started = ContinuousClock.now
+                let outcome = try store.write(batch, to: current, checkpoint: (settings.instanceID, checkpoint))
+                metrics.batchCommitted(
+                    stored: outcome.inserted, duplicates: outcome.duplicates, rejected: batch.rejectionCounts,
+                    seconds: Self.seconds(ContinuousClock.now - started))
+                if outcome.rewrittenAfterMinuteConflict {
+                    metrics.databaseError()
+                    logger.warning(
+                        "a minute the rollups closed already had a stored row; batch written again, merging it",
+                        metadata: ["messages": "\(batch.messageCount)"])
+                }
+                if backoff.attempts > 0 {
+                    logger.info("database write recovered", metadata: ["attempts": "\(backoff.attempts)"])
+                }
+                return true
+            } catch {
+                metrics.databaseError()
+                let connectionProblem = (error as? PostgresError)?.isConnectionError ?? false
+                if dropIfBroken(&connection, after: error) { outcomeUnknown = true }
+                let delay = backoff.nextDelay()
+                logger.warning(
+                    connectionProblem ? "database unavailable; batch kept, retrying" : "batch write failed; retrying",
+                    metadata: [
+                        "error": "\(error)", "messages": "\(batch.messageCount)",
+                        "retry_in_s": "\(String(format: "%.1f", delay))",
+                    ])
+                if shutdown.isPast { return false }
+                sleepBeating(seconds: delay)
+            }
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    /// Sleeps in short slices, beating the heartbeat: waiting for the database is not a stall.
+    func sleepBeating(seconds: Double) {
+        let until = Date().addingTimeInterval(seconds)
+        while Date() < until {
+            heartbeat.beat()
+            Thread.sleep(forTimeInterval: min(0.5, max(0, until.timeIntervalSinceNow)))
+        }
+    }
+}
+
+/// When the writer stops trying at shutdown: `ingest.shutdown_flush_timeout_seconds` after the spool's
+/// intake stopped. Shared by the writer's loop and its committer.
+final class ShutdownDeadline: Sendable {
+    private let spool: Spool
+    private let timeout: Double
+    private let deadline = Mutex<Date?>(nil)
+
+    init(spool: Spool, timeout: Double) {
+        self.spool = spool
+        self.timeout = timeout
+    }
+
+    /// Starts the clock once the intake stopped.
+    func note() {
+        guard spool.isIntakeStopped else { return }
+        deadline.withLock { $0 = $0 ?? Date().addingTimeInterval(timeout) }
+    }
+
+    /// Whether the intake stopped longer than the timeout ago.
+    var isPast: Bool {
+        note()
+        return deadline.withLock { deadline in deadline.map { Date() >= $0 } ?? false }
+    }
+}
