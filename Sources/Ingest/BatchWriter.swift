@@ -135,6 +135,7 @@ public final class BatchWriter: Service, Sendable {
         init(writer: BatchWriter) {
             self.writer = writer
             self.limiter = RejectionLogLimiter(interval: writer.settings.rejectionLogInterval)
+            batchReceivedAt.reserveCapacity(writer.settings.batchMaxRows)
         }
 
         var settings: Settings { writer.settings }
@@ -212,6 +213,7 @@ public final class BatchWriter: Service, Sendable {
                             BatchCommitter.Job(
                                 batch: batch, end: end, records: batchRecords, receivedAt: batchReceivedAt))
                         batchReceivedAt = []
+                        batchReceivedAt.reserveCapacity(settings.batchMaxRows)
                         batch = newBatch()
                         state = FlushPolicy.State()
                         batchEnd = nil
@@ -225,7 +227,7 @@ public final class BatchWriter: Service, Sendable {
         func newBatch() -> Batch {
             Batch(
                 maxStoredRejections: settings.maxStoredRejectionsPerBatch,
-                payloadExcerptBytes: settings.payloadExcerptBytes)
+                payloadExcerptBytes: settings.payloadExcerptBytes, expectedRows: settings.batchMaxRows)
         }
 
         /// Classifying before the registry is loaded would reject every code as unknown: waits for its first

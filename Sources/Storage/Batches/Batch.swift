@@ -26,9 +26,14 @@ public struct Batch: Sendable {
         public var lastTopic: String
     }
 
-    public init(maxStoredRejections: Int, payloadExcerptBytes: Int) {
+    /// `expectedRows`: room for that many samples is reserved at once (the writer passes `batch_max_rows`).
+    /// A batch that fills then never holds its samples twice while the array grows, nor rounds its room up
+    /// to a power of two; room it does not use costs no memory (an allocation this large is mapped, and
+    /// untouched pages are not resident).
+    public init(maxStoredRejections: Int, payloadExcerptBytes: Int, expectedRows: Int = 0) {
         self.maxStoredRejections = maxStoredRejections
         self.payloadExcerptBytes = payloadExcerptBytes
+        samples.reserveCapacity(expectedRows)
     }
 
     /// Rows this batch writes or counts; the writer flushes at `batch_max_rows`.

@@ -84,6 +84,10 @@ struct RollupDeltas: Equatable {
                 index: Int32($0))
         }
         keys.sort { ($0.deviceID, $0.micros) < ($1.deviceID, $1.micros) }
+        // One chain per outlet, and at least one minute each: their arrays are made once, at their size.
+        let outlets = keys.indices.count { $0 == 0 || keys[$0].deviceID != keys[$0 - 1].deviceID }
+        chains.reserveCapacity(outlets)
+        minutes.reserveCapacity(outlets)
         var run: [Key] = []
         var start = 0
         while start < keys.count {
