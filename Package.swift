@@ -38,9 +38,11 @@ let package = Package(
         .systemLibrary(name: "CMalloc"),
         // The version and git commit, written by scripts/build-info (make) into a header; "dev" without it.
         .target(name: "CBuildInfo"),
+        // Buffered reads of the MQTT socket beneath libmosquitto (the header says how and why).
+        .target(name: "CSocketReads", linkerSettings: [.linkedLibrary("dl")]),
 
         // Swift faces of the C libraries.
-        .target(name: "MQTT", dependencies: ["CMosquitto"]),
+        .target(name: "MQTT", dependencies: ["CMosquitto", "CSocketReads"]),
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
 
         // The domain: pure, I/O-free.
@@ -146,7 +148,7 @@ let package = Package(
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"]),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "TestSupport"]),
+        .testTarget(name: "MQTTTests", dependencies: ["CSocketReads", "MQTT", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(
             name: "IngestTests",

@@ -1,4 +1,5 @@
 import CMosquitto
+import CSocketReads
 import Dispatch
 import Foundation
 
@@ -74,12 +75,17 @@ final class NetworkLoop: Sendable {
     }
 
     private func run() {
+        defer { outletd_socket_reads_forget() }
         var attempts = 0
         var connections = state.withLock { $0.connections }
         var stopDeadline: ContinuousClock.Instant?
         while true {
             if stopDeadline == nil && isStopping { stopDeadline = .now + Self.stopFlushTimeout }
             let socket = mosquitto_socket(handle.pointer)
+            // libmosquitto's reads of the socket come from a buffer (CSocketReads): a few read(2) calls per
+            // burst instead of three or four per packet. Forgotten with the connection, before its
+            // descriptor can be reused.
+            if socket >= 0 { outletd_socket_reads_track(socket) } else { outletd_socket_reads_forget() }
             guard socket >= 0 else {
                 if stopDeadline != nil { return }
                 // Not connected (the broker went away, or was not there at start): wait, then try again.
@@ -104,7 +110,10 @@ final class NetworkLoop: Sendable {
                 continue
             }
             if let stopDeadline, !mosquitto_want_write(handle.pointer) || .now >= stopDeadline { return }
-            guard let events = poll(socket: socket) else { continue }
+            // Bytes already buffered are read first: the socket may hold nothing more.
+            guard let events = outletd_socket_reads_buffered() > 0 ? Int16(POLLIN) : poll(socket: socket) else {
+                continue
+            }
             // Readable, closed, failed, or writable (a TLS handshake in progress continues in the read call).
             let handled = events != 0 ? readBurst() : 0
             // Before any PUBACK of this read is written.
