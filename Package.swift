@@ -38,6 +38,8 @@ let package = Package(
         .systemLibrary(name: "CMalloc"),
         // The version and git commit, written by scripts/build-info (make) into a header; "dev" without it.
         .target(name: "CBuildInfo"),
+        // CRC-32C with the processor's instruction, for the spool's checksums.
+        .target(name: "CCRC32C"),
         // Buffered reads of the MQTT socket beneath libmosquitto (the header says how and why).
         .target(name: "CSocketReads", linkerSettings: [.linkedLibrary("dl")]),
 
@@ -60,7 +62,7 @@ let package = Package(
         // The durable hand-off from the MQTT callback to the writer.
         .target(
             name: "MessageSpool",
-            dependencies: ["Runtime", "Telemetry", .product(name: "Logging", package: "swift-log")]),
+            dependencies: ["CCRC32C", "Runtime", "Telemetry", .product(name: "Logging", package: "swift-log")]),
         // outletd.yaml, the environment, the credentials: one validated value.
         .target(
             name: "Config",
