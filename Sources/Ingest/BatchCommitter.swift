@@ -119,7 +119,9 @@ final class BatchCommitter: Sendable {
     /// The database's entry for a code the registry does not know, over the connection if there is one
     /// (nil without). Waits until no batch is in flight.
     func registryEntry(_ code: String) -> RegisteredDevice? {
-        guard case .registryEntry(let device) = ask(.registryEntry(code)) else { preconditionFailure("answer mismatch") }
+        guard case .registryEntry(let device) = ask(.registryEntry(code)) else {
+            preconditionFailure("answer mismatch")
+        }
         return device
     }
 
