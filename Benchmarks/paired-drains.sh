@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Paired backlog drains: two builds of outletd (or two settings) drain the same kind of backlog on one
+# stack, alternating, ROUNDS times each: the way docs/PERFORMANCE.md measures a change ("paired drains").
+# Each drain is the outletd stage of `make bench` (Benchmarks/throughput.sh): a QoS 1 backlog of READINGS
+# from 10,000 outlets (100,000 registered), then outletd started, timed from its start to the commit of
+# the last reading; durable settings. Prints per drain: readings/s, CPU-seconds per million, peak RSS,
+# and the seconds its batches spent in transactions (outletd_commit_seconds).
+#
+#   Benchmarks/paired-drains.sh READINGS A B [ROUNDS]
+#
+# A and B: a path to an outletd binary, or VAR=value[,VAR=value…][@PATH] (environment for that run, e.g.
+# OUTLETD_INGEST_BATCH_MAX_ROWS=25000, or MALLOC_ARENA_MAX=2@/tmp/outletd-old). ROUNDS: 3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 3 ] || { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+readings=$1 a=$2 b=$3 rounds=${4:-3}
+outlets=10000
+drain_timeout=$(( 600 + readings / 10000 ))
+swift build -c release --product outletd >/dev/null
+bin=$(swift build -c release --show-bin-path)
+daemon=$bin/outletd
+export STACK_PG_DURABLE=1 STACK_MQTT_MAX_QUEUED=$(( readings + 1000 ))
+# shellcheck source=Benchmarks/stack.sh
+. Benchmarks/stack.sh
+bench_outletd_stack paired "$outlets"
+sql "INSERT INTO devices (code, name) SELECT 'registered-' || i, 'registered only' FROM generate_series(1, 90000) i"
+bench_backlog_setup
+start_outletd
+wait_subscribed
+stop_outletd
+metrics_port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+
+drain() { # drain SPEC: one backlog drained by the outletd and environment SPEC names
+    local spec=$1 path=$daemon assignments=""
+    case "$spec" in
+        *=*@*) assignments=${spec%@*} path=${spec##*@} ;;
+        *=*) assignments=$spec ;;
+        *) path=$spec ;;
+    esac
+    publish $(( readings / outlets ))
+    local base t0 pid cpu rss rate committed
+    base=$(inserted)
+    t0=$(now)
+    (
+        IFS=,
+        for assignment in $assignments; do export "${assignment?}"; done
+        export OUTLETD_HTTP_LISTEN=127.0.0.1:$metrics_port
+        exec "$path" run >>"$dir/outletd.log" 2>&1
+    ) &
+    pid=$!
+    pids+=("$pid")
+    wait_rows "$readings" "$base"
+    cpu=$(cpu_ticks "$pid")
+    rss=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+    committed=$(curl -s "127.0.0.1:$metrics_port/metrics" | awk '/^outletd_commit_seconds_sum/ {printf "%.1f", $2}')
+    rate=$(drain_rate "$t0" "$readings")
+    kill -TERM "$pid"
+    wait "$pid" || { echo "paired-drains: outletd exited with $? (see $dir/outletd.log)" >&2; exit 1; }
+    printf '%-48s %9s readings/s %6s CPU-s per million %7s KiB peak RSS %6s s in transactions\n' \
+        "$spec" "$rate" "$(calc "round($cpu / 100 / $readings * 1e6, 2)")" "$rss" "$committed"
+    empty_tables
+}
+
+for _ in $(seq 1 "$rounds"); do
+    drain "$a"
+    drain "$b"
+done
