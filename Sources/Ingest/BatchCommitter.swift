@@ -6,7 +6,6 @@ import Postgres
 import Runtime
 import Storage
 import Synchronization
-import Telemetry
 
 /// The writer's database side, on a thread of its own: it owns the writer's connection and writes the
 /// batches ``BatchWriter``'s loop hands it, one at a time and in the spool's order, each in one transaction
@@ -272,7 +271,7 @@ final class BatchCommitter: Sendable {
                         "retry_in_s": "\(String(format: "%.1f", delay))",
                     ])
                 if shutdown.isPast { return false }
-                sleepBeating(seconds: delay)
+                heartbeat.sleepBeating(seconds: delay)
             }
         }
     }
@@ -281,14 +280,6 @@ final class BatchCommitter: Sendable {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
-    /// Sleeps in short slices, beating the heartbeat: waiting for the database is not a stall.
-    func sleepBeating(seconds: Double) {
-        let until = Date().addingTimeInterval(seconds)
-        while Date() < until {
-            heartbeat.beat()
-            Thread.sleep(forTimeInterval: min(0.5, max(0, until.timeIntervalSinceNow)))
-        }
-    }
 }
 
 /// When the writer stops trying at shutdown: `ingest.shutdown_flush_timeout_seconds` after the spool's

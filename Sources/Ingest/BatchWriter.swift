@@ -163,7 +163,7 @@ public final class BatchWriter: Service, Sendable {
                 } catch {
                     writer.logger.error("cannot read the spool; retrying", metadata: ["error": "\(error)"])
                     if writer.shutdown.isPast { return }
-                    committer.sleepBeating(seconds: 1)
+                    writer.heartbeat.sleepBeating(seconds: 1)
                     continue
                 }
                 for record in records {
@@ -279,7 +279,7 @@ public final class BatchWriter: Service, Sendable {
                         "cannot read the spool checkpoint; retrying",
                         metadata: ["error": "\(error)", "retry_in_s": "\(String(format: "%.1f", delay))"])
                     if writer.shutdown.isPast { return false }
-                    committer.sleepBeating(seconds: delay)
+                    writer.heartbeat.sleepBeating(seconds: delay)
                 }
             }
         }

@@ -69,6 +69,15 @@ public final class Heartbeat: Sendable {
         last.withLock { $0 = ContinuousClock.now }
     }
 
+    /// Sleeps `seconds` in half-second slices, beating: waiting (for the database, a retry) is not a stall.
+    public func sleepBeating(seconds: Double) {
+        let until = Date().addingTimeInterval(seconds)
+        while Date() < until {
+            beat()
+            Thread.sleep(forTimeInterval: min(0.5, max(0, until.timeIntervalSinceNow)))
+        }
+    }
+
     /// Time since the last beat.
     public var age: Duration {
         ContinuousClock.now - last.withLock { $0 }
