@@ -15,7 +15,9 @@ import Foundation
 /// own TCP segment. Draining a backlog, that made about nine system calls and one loopback transmission per
 /// reading, most of outletd's CPU (docs/PERFORMANCE.md, "Profile"). This loop reads every packet the socket
 /// holds (up to ``burst``), then writes what the burst queued (its PUBACKs) with the socket corked, so they
-/// leave in as few segments as fit, then polls again.
+/// leave in as few segments as fit, then polls again. While the socket refuses PUBACKs (its send buffer is
+/// full), it reads nothing more until they are written: the broker's pace of reading acknowledgements bounds
+/// how many wait in memory.
 ///
 /// Delivery is unchanged. The client is in `mosquitto_threaded_set` mode, where libmosquitto only *queues* a
 /// QoS 1 message's PUBACK (it does so before calling the message callback); this loop writes queued packets
@@ -79,6 +81,7 @@ final class NetworkLoop: Sendable {
         var attempts = 0
         var connections = state.withLock { $0.connections }
         var stopDeadline: ContinuousClock.Instant?
+        var writeBacklogged = false
         while true {
             if stopDeadline == nil && isStopping { stopDeadline = .now + Self.stopFlushTimeout }
             let socket = mosquitto_socket(handle.pointer)
@@ -110,18 +113,33 @@ final class NetworkLoop: Sendable {
                 continue
             }
             if let stopDeadline, !mosquitto_want_write(handle.pointer) || .now >= stopDeadline { return }
+            // PUBACKs the socket did not take at the last write (the broker reads them slower than it sends):
+            // nothing more is read until they are written, or libmosquitto's queue of them grows without
+            // bound (250,000 queued, 20 MB, draining a backlog: docs/PERFORMANCE.md, "No reading while PUBACKs
+            // wait").
+            let acknowledging = writeBacklogged && mosquitto_want_write(handle.pointer)
             // Bytes already buffered are read first: the socket may hold nothing more.
-            guard let events = outletd_socket_reads_buffered() > 0 ? Int16(POLLIN) : poll(socket: socket) else {
+            guard
+                let events = acknowledging
+                    ? poll(socket: socket, reading: false)
+                    : outletd_socket_reads_buffered() > 0 ? Int16(POLLIN) : poll(socket: socket)
+            else {
                 continue
             }
             // Readable, closed, failed, or writable (a TLS handshake in progress continues in the read call).
-            let handled = events != 0 ? readBurst() : 0
+            let reads = acknowledging ? events & Int16(POLLERR | POLLHUP) != 0 : events != 0
+            let handled = reads ? readBurst() : 0
             // Before any PUBACK of this read is written.
-            if events != 0, let onReadEnd = state.onReadEnd { onReadEnd() }
+            if reads, let onReadEnd = state.onReadEnd { onReadEnd() }
             guard mosquitto_socket(handle.pointer) >= 0 else { continue }
             if mosquitto_want_write(handle.pointer) {
                 write(socket: socket, corked: handled > 1)
             }
+            // Still queued after the write: the socket's send buffer is full. (Not while connecting: a TLS
+            // handshake may want to write and continue only in the read call.)
+            writeBacklogged =
+                mosquitto_want_write(handle.pointer) && mosquitto_socket(handle.pointer) >= 0
+                && state.withLock { $0.isConnected }
             if mosquitto_socket(handle.pointer) >= 0 {
                 // Keepalive: PINGREQ when due, and a connection whose PINGRESP is overdue is closed.
                 _ = mosquitto_loop_misc(handle.pointer)
@@ -129,13 +147,14 @@ final class NetworkLoop: Sendable {
         }
     }
 
-    /// Waits until the socket is readable (or writable while something waits to be written), the loop is
-    /// woken, or a second passed (keepalive housekeeping). Returns the socket's events (0 when woken or timed
+    /// Waits until the socket is readable (unless `reading` is false) or writable while something waits to be
+    /// written, the loop is woken, or a second passed (keepalive housekeeping). Returns the socket's events (0 when woken or timed
     /// out: then only what was queued is written), nil when interrupted by a signal.
-    private func poll(socket: Int32) -> Int16? {
+    private func poll(socket: Int32, reading: Bool = true) -> Int16? {
         var descriptors = [
             pollfd(
-                fd: socket, events: Int16(POLLIN) | (mosquitto_want_write(handle.pointer) ? Int16(POLLOUT) : 0),
+                fd: socket,
+                events: (reading ? Int16(POLLIN) : 0) | (mosquitto_want_write(handle.pointer) ? Int16(POLLOUT) : 0),
                 revents: 0),
             pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
         ]
