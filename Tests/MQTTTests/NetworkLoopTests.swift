@@ -25,6 +25,22 @@ struct NetworkLoopTests {
     }
 }
 
+/// Binds `descriptor` (a TCP socket) to 127.0.0.1 on a free port and listens; returns the port.
+private func listenOnLoopback(_ descriptor: Int32, backlog: Int32) throws -> Int {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+            bind(descriptor, address, length) == 0 && listen(descriptor, backlog) == 0
+                && getsockname(descriptor, address, &length) == 0
+        }
+    }
+    guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
 /// A publish while disconnected wakes the network thread (to write it once connected); it must not cut the
 /// reconnect backoff short. It did once: a publisher at 200 messages/s tried to reconnect 200 times a second,
 /// won every race to a restarted broker and published before the subscribers' sessions were back.
@@ -38,20 +54,8 @@ struct NetworkLoopDisconnectedTests {
 
         init() throws {
             let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                    bind(descriptor, address, length) == 0 && listen(descriptor, 64) == 0
-                        && getsockname(descriptor, address, &length) == 0
-                }
-            }
-            guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
+            port = try listenOnLoopback(descriptor, backlog: 64)
             self.descriptor = descriptor
-            port = Int(UInt16(bigEndian: address.sin_port))
             let thread = Thread { [self] in
                 while true {
                     let connection = accept(descriptor, nil, nil)
@@ -108,19 +112,8 @@ struct NetworkLoopBackpressureTests {
             let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var small: Int32 = 4_096
             setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                    bind(listener, address, length) == 0 && listen(listener, 4) == 0
-                        && getsockname(listener, address, &length) == 0
-                }
-            }
-            guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
+            port = try listenOnLoopback(listener, backlog: 4)
             self.listener = listener
-            port = Int(UInt16(bigEndian: address.sin_port))
             Thread { [self] in serve(count: count) }.start()
         }
 
