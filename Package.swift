@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
     ],
     targets: [
         // C libraries, reached through system library targets.
@@ -85,6 +86,7 @@ let package = Package(
             dependencies: [
                 "Config", "MessageSpool", "Observability", "Postgres", "Runtime", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
             ]),
         // Which protocol and outlet a Tasmota or Shelly topic belongs to.
         .target(name: "Routing", dependencies: ["Config", "MQTT", "Telemetry"]),

@@ -300,13 +300,12 @@ public struct DeviceStore {
     }
 
     /// Every outlet as the in-memory registry holds it.
-    public func registryEntries() throws -> [String: RegisteredDevice] {
+    public func registryEntries() throws -> RegistryEntries {
         // Through a cursor, `registryPageRows` at a time: one result of every registered outlet
         // would hold them all in libpq's memory at once, beside the dictionary being built.
         try connection.transaction {
             let total = try connection.execute("SELECT count(*) FROM devices").int64(row: 0, column: 0) ?? 0
-            var entries: [String: RegisteredDevice] = [:]
-            entries.reserveCapacity(Int(total))
+            var entries = RegistryEntries(minimumCapacity: Int(total))
             try connection.execute(
                 "DECLARE outletd_registry NO SCROLL CURSOR FOR SELECT code, \(Self.registryColumns) FROM devices")
             while true {
