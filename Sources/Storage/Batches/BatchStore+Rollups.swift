@@ -1,30 +1,28 @@
 import Postgres
 
-/// A batch's ``RollupDeltas`` and the binary COPY of their chains, made before the rollups need
-/// them: the writer makes them while PostgreSQL moves the batch's samples (pure computation, no
-/// connection).
+/// A batch's ``RollupDeltas``, made before the rollups need them: the writer makes them while
+/// PostgreSQL moves the batch's samples (pure computation, no connection).
+///
+/// Their chains are encoded for COPY only as the COPY takes them, 1,000 rows at a time: encoded
+/// beforehand, a batch's chains of 10,000 outlets were 3 to 5 MB held through the move statement beside
+/// the next batch filling up, and paired drains showed no time gained by it (docs/PERFORMANCE.md).
 struct StagedRollups {
     let deltas: RollupDeltas
     /// Whether the chains carry their first and last minute: when one spans minutes (the short way
     /// reads them instead of staged minutes; NULL for a chain of one minute, whose total is that
     /// minute). At a steady rate no chain does, and the columns are left out.
     let withEnds: Bool
-    /// The COPY's data, in pieces.
-    let chains: [[UInt8]]
     let maxGapSeconds: Double
 
     init(_ batch: Batch, maxGapSeconds: Double) {
-        let deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
-        let withEnds = deltas.chains.contains { $0.minuteCount > 1 }
-        var chunks = CopyBinaryChunks(deltas.chains[...]) { deltas.encode($0, withEnds: withEnds, &$1) }
-        var chains: [[UInt8]] = []
-        if !deltas.chains.isEmpty {
-            while let chunk = chunks.next() { chains.append(chunk) }
-        }
-        self.deltas = deltas
-        self.withEnds = withEnds
-        self.chains = chains
+        deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
+        withEnds = deltas.chains.contains { $0.minuteCount > 1 }
         self.maxGapSeconds = maxGapSeconds
+    }
+
+    /// The COPY data of the chains, in pieces.
+    func chainRows() -> CopyBinaryChunks<RollupDeltas.Chain> {
+        CopyBinaryChunks(deltas.chains[...]) { [deltas, withEnds] in deltas.encode($0, withEnds: withEnds, &$1) }
     }
 }
 
@@ -51,7 +49,7 @@ extension BatchStore {
         let deltas = staged.deltas
         let maxGapSeconds = staged.maxGapSeconds
         if !deltas.chains.isEmpty {
-            var chunks = staged.chains.makeIterator()
+            var chunks = staged.chainRows()
             try connection.copyIn(staged.withEnds ? WriteSQL.copyChainsWithEnds : WriteSQL.copyChains) {
                 chunks.next()
             }
