@@ -23,7 +23,7 @@ export STACK_PG_DURABLE=1 STACK_MQTT_MAX_QUEUED=$(( readings + 1000 ))
 # shellcheck source=Benchmarks/stack.sh
 . Benchmarks/stack.sh
 bench_outletd_stack paired "$outlets"
-sql "INSERT INTO devices (code, name) SELECT 'registered-' || i, 'registered only' FROM generate_series(1, 90000) i"
+sql "INSERT INTO devices (code, name) SELECT 'reg-' || i, 'registered only' FROM generate_series(1, 90000) i"
 bench_backlog_setup
 start_outletd
 wait_subscribed
