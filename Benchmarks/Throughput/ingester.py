@@ -95,6 +95,11 @@ def on_subscribe(client, userdata, mid, reason_codes, properties):
     subscribed = True
 
 
+def on_disconnect(client, userdata, flags, reason_code, properties):
+    if reason_code != 0:
+        print(f"ingester: disconnected ({reason_code}); reconnecting", file=sys.stderr)
+
+
 running = True
 
 
@@ -110,6 +115,7 @@ client.max_inflight_messages_set(100)
 client.on_connect = on_connect
 client.on_subscribe = on_subscribe
 client.on_message = on_message
+client.on_disconnect = on_disconnect
 client.connect(host, port)
 if arguments.subscribe_only:
     deadline = time.monotonic() + 30
@@ -118,7 +124,12 @@ if arguments.subscribe_only:
     client.disconnect()
     sys.exit(0 if subscribed else 1)
 while running:
-    client.loop(timeout=0.02)
+    # loop() does not reconnect (loop_forever would); the persistent session resumes where it was.
+    if client.loop(timeout=0.02) == mqtt.MQTT_ERR_NO_CONN:
+        try:
+            client.reconnect()
+        except OSError:
+            time.sleep(0.1)
     if batched and time.monotonic() - last_flush >= 0.1:
         flush()
 if batched:
