@@ -63,11 +63,18 @@ def flush():
     last_flush = time.monotonic()
     if not pending:
         return
-    with connection.cursor() as cursor:
-        with cursor.copy(f"COPY samples ({COLUMNS}) FROM STDIN") as copy:
-            for row in pending:
-                copy.write_row(row)
-    connection.commit()
+    try:
+        with connection.cursor() as cursor:
+            with cursor.copy(f"COPY samples ({COLUMNS}) FROM STDIN") as copy:
+                for row in pending:
+                    copy.write_row(row)
+        connection.commit()
+    except psycopg.errors.UniqueViolation:
+        # After a reconnect the broker redelivers what was not acknowledged: those rows go in one by one.
+        connection.rollback()
+        with connection.cursor() as cursor:
+            cursor.executemany(INSERT + " ON CONFLICT DO NOTHING", pending)
+        connection.commit()
     pending = []
 
 
