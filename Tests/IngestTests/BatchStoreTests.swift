@@ -33,6 +33,7 @@ import Testing
         return (url, connection, device.id)
     }
 
+    /// The replay meets stored samples in its COPY straight into `samples`, and goes the careful way.
     @Test func replayedSamplesAreNeitherStoredNorCountedTwice() throws {
         let (url, connection, id) = try setUp()
         defer { connection.close() }
@@ -61,11 +62,10 @@ import Testing
         #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 4)
     }
 
-    /// The plain insert comes first (move_samples.sql without ON CONFLICT); two readings of one outlet at one time
-    /// in one batch make it fail, and the batch is moved the careful way: the one received first is stored,
-    /// the other counted as a duplicate, the totals count one — in this batch and in the next, which goes
-    /// the careful way straight away.
-    @Test func aBatchWhosePlainInsertMeetsADuplicateIsMovedTheCarefulWay() throws {
+    /// Two readings of one outlet at one time in one batch cannot go straight into `samples`: the batch goes the
+    /// careful way (staged, then moved with ON CONFLICT DO NOTHING), where the one received first is stored and
+    /// the other counted as a duplicate; the totals count one.
+    @Test func aBatchWithTwoReadingsOfAnOutletAtOneTimeGoesTheCarefulWay() throws {
         let (url, connection, id) = try setUp()
         defer { connection.close() }
         let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3)
@@ -92,7 +92,7 @@ import Testing
         #expect(summary?.averagePowerWatts == 15)
     }
 
-    @Test func afterADuplicateTheNextBatchesGoTheCarefulWayThenThePlainOneAgain() {
+    @Test func afterADuplicateTheNextBatchesGoTheCarefulWayThenStraightIntoSamplesAgain() {
         let recent = RecentDuplicates()
         #expect(recent.expectsNone())
         recent.met()

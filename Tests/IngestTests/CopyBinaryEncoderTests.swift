@@ -90,4 +90,31 @@ import Testing
         var empty = CopyBinaryChunks([Row]()[...]) { row, encoder in encoder.int32(row.a) }
         #expect(try connection.copyIn("COPY copied (a) FROM STDIN (FORMAT binary)") { empty.next() } == 0)
     }
+
+    /// A `timestamptz` arrives at the microsecond: around PostgreSQL's epoch and the Unix one, and at the ends
+    /// of the years the write path stores (1 and 9999).
+    @Test func timestampsRoundTripThroughPostgreSQL() throws {
+        let url = try TestStack.shared().createDatabase()
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try connection.execute("CREATE TABLE copied (n integer, t timestamptz)")
+        let micros: [Int64] = [
+            0, -1, 1, CopyBinaryEncoder.postgresEpochMicroseconds, CopyBinaryEncoder.postgresEpochMicroseconds - 1,
+            1_800_000_000_123_456, BatchStore.storableMicroseconds.lowerBound,
+            BatchStore.storableMicroseconds.upperBound,
+        ]
+        var chunks = CopyBinaryChunks(Array(micros.enumerated())[...]) { row, encoder in
+            encoder.int32(Int32(row.offset))
+            encoder.timestamp(microseconds: row.element)
+        }
+        #expect(
+            try connection.copyIn("COPY copied (n, t) FROM STDIN (FORMAT binary)") { chunks.next() } == micros.count)
+        let stored = try connection.execute(
+            "SELECT (extract(epoch FROM t) * 1000000)::bigint FROM copied ORDER BY n")
+        #expect((0..<micros.count).map { stored[$0, 0] } == micros.map { String($0) })
+        // A date goes as its microseconds.
+        var encoder = CopyBinaryEncoder()
+        encoder.timestamp(Date(timeIntervalSince1970: 946_684_800.000_001))
+        #expect(encoder.bytes == [0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1])
+    }
 }

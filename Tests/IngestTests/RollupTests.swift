@@ -154,6 +154,7 @@ import Testing
         try expectRollupsMatchFromScratch(url, timeZone: "Europe/Berlin", maxGapSeconds: 120)
         #expect(try Harness.count(url, "SELECT count(DISTINCT day) FROM power_rollups_daily") == 2)
         try expectTailsAreNewestSamples(url)
+        try expectTotalsAreThoseOfTheSamples(url)
 
         // Damage the rollups, then rebuild them: the rebuild gives what the incremental path gave.
         let before = try Harness.scalar(url, Self.rollupFingerprintSQL)
@@ -166,6 +167,46 @@ import Testing
         try expectRollupsMatchFromScratch(url, timeZone: "Europe/Berlin", maxGapSeconds: 120)
         #expect(try Harness.scalar(url, Self.rollupFingerprintSQL) == before)
         try expectTailsAreNewestSamples(url)
+    }
+
+    /// A late reading in a batch that went straight into `samples` (no replay in it, so not the careful way):
+    /// its outlet's rollups are recomputed from the raw samples, which the writer stages for that.
+    @Test func aLateReadingStraightIntoSamplesIsRecomputed() throws {
+        let (url, connection, ids) = try setUp(["p-1", "p-2"], maxGapSeconds: 120)
+        defer { connection.close() }
+        let start = RFC3339.date(from: "2026-06-01T10:00:00Z") ?? Date()
+        let early = (0..<12).flatMap { step in
+            ids.map { sample($0, start.addingTimeInterval(Double(step) * 10), power: 100 + Double(step)) }
+        }
+        #expect(try write(early, connection) == 24)
+        let late = [
+            sample(ids[0], start.addingTimeInterval(35), power: 900),
+            sample(ids[1], start.addingTimeInterval(125), power: 50),
+        ]
+        #expect(try write(late, connection) == 2)
+        try expectRollupsMatchFromScratch(url, timeZone: "UTC", maxGapSeconds: 120)
+        try expectTailsAreNewestSamples(url)
+        try expectTotalsAreThoseOfTheSamples(url)
+    }
+
+    /// Each outlet's running totals are those of its stored samples, whichever way its batches went (straight
+    /// into `samples`, or the careful way after a replayed reading): count, peak, the earliest time of the peak,
+    /// first and last time exactly; the power sum to within 1e-9 of it (the order of the additions may differ).
+    func expectTotalsAreThoseOfTheSamples(_ url: String) throws {
+        let mismatches = try Harness.count(
+            url,
+            """
+            SELECT count(*) FROM (SELECT device_id, count(*) AS n, sum(power_watts) AS power_sum, max(power_watts) AS peak,
+                                         (array_agg(measured_at ORDER BY power_watts DESC, measured_at))[1] AS peak_at,
+                                         min(measured_at) AS first_at, max(measured_at) AS last_at
+                                  FROM samples GROUP BY device_id) s
+            FULL JOIN device_power_totals t USING (device_id)
+            WHERE s.n IS DISTINCT FROM t.sample_count OR s.peak IS DISTINCT FROM t.peak_power_watts
+               OR s.peak_at IS DISTINCT FROM t.peak_at OR s.first_at IS DISTINCT FROM t.first_measured_at
+               OR s.last_at IS DISTINCT FROM t.last_measured_at
+               OR NOT coalesce(abs(s.power_sum - t.power_sum_watts) <= 1e-9 * abs(s.power_sum) + 1e-9, false)
+            """)
+        #expect(mismatches == 0, "outlets whose totals are not those of their samples: \(mismatches)")
     }
 
     /// Each outlet's rollup tail is its newest raw sample (time, power and counter).

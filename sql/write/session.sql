@@ -1,15 +1,17 @@
 -- What a fresh connection of the writer needs (run after every connect): work memory for the batch's sorts,
 -- and the session-local staging tables its COPYs fill, emptied at every commit. The column order is the
--- COPY order: Storage's encoders (BatchStore.encode, RollupDeltas.encode) write the columns in this order.
--- A rollup measure in microseconds (`*_us`) or a count is a bigint, every other one a double precision.
+-- COPY order: Storage's encoders (BatchStore.encode, OutletTotals.encode, RollupDeltas.encode) write the
+-- columns in this order. A rollup measure in microseconds (`*_us`) or a count is a bigint, every other one a
+-- double precision.
 SET work_mem = '64MB';
 
--- One row per reading of the batch.
+-- The batch's readings, when they go the careful way (BatchStore.write: a stored sample among them), in the
+-- columns of `samples`; and those of outlets whose rollups are recomputed from the raw samples.
 CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_samples (
     device_id        integer NOT NULL,
-    measured_us      bigint NOT NULL,
-    received_us      bigint NOT NULL,
-    device_us        bigint,
+    measured_at      timestamptz NOT NULL,
+    received_at      timestamptz NOT NULL,
+    device_time      timestamptz,
     voltage_volts    double precision,
     current_amperes  double precision,
     power_watts      double precision NOT NULL,
@@ -18,11 +20,18 @@ CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_samples (
     seq              bigint
 ) ON COMMIT DELETE ROWS;
 
--- Per outlet, how many of its readings the move statement really inserted, and the earliest of them.
+-- Per outlet, what the batch really inserted: how many samples, the earliest and the latest, their power sum,
+-- the peak and when (the earliest of equal peaks). The running totals (add_totals.sql) and the rollup
+-- statements read it. Written by the writer (copy_inserted_devices.sql) when every sample was inserted, by
+-- move_samples.sql when the batch went the careful way.
 CREATE TEMPORARY TABLE IF NOT EXISTS outletd_inserted_devices (
     device_id          integer NOT NULL,
     sample_count       bigint NOT NULL,
-    first_measured_at  timestamptz NOT NULL
+    first_measured_at  timestamptz NOT NULL,
+    last_measured_at   timestamptz NOT NULL,
+    power_sum_watts    double precision NOT NULL,
+    peak_power_watts   double precision NOT NULL,
+    peak_at            timestamptz NOT NULL
 ) ON COMMIT DELETE ROWS;
 
 -- Per outlet, its chain of readings in the batch (RollupDeltas.Chain): first and last reading, the newest

@@ -1,10 +1,10 @@
 import Postgres
 
 /// A batch's ``RollupDeltas``, made before the rollups need them: the writer makes them while
-/// PostgreSQL moves the batch's samples (pure computation, no connection).
+/// PostgreSQL adds the batch to the outlets' running totals (pure computation, no connection).
 ///
 /// Their chains are encoded for COPY only as the COPY takes them, 1,000 rows at a time: encoded
-/// beforehand, a batch's chains of 10,000 outlets were 3 to 5 MB held through the move statement beside
+/// beforehand, a batch's chains of 10,000 outlets were 3 to 5 MB held through a statement beside
 /// the next batch filling up, and paired drains showed no time gained by it (docs/PERFORMANCE.md).
 struct StagedRollups {
     let deltas: RollupDeltas
@@ -14,8 +14,8 @@ struct StagedRollups {
     let withEnds: Bool
     let maxGapSeconds: Double
 
-    init(_ batch: Batch, maxGapSeconds: Double) {
-        deltas = RollupDeltas(batch.samples, maxGapSeconds: maxGapSeconds)
+    init(_ batch: Batch, order: SampleOrder, maxGapSeconds: Double) {
+        deltas = RollupDeltas(batch.samples, order: order, maxGapSeconds: maxGapSeconds)
         withEnds = deltas.chains.contains { $0.minuteCount > 1 }
         self.maxGapSeconds = maxGapSeconds
     }
@@ -29,8 +29,8 @@ struct StagedRollups {
 /// The rollup step of the write path (docs/ROLLUPS.md, "How the write path maintains them"); the
 /// statements are sql/write/*.sql.
 ///
-/// After the move statement has inserted a batch's samples and noted, per outlet, how many it
-/// really inserted (`outletd_inserted_devices`), the writer stages its ``RollupDeltas`` (one row
+/// After a batch's samples are inserted, with, per outlet, how many were really inserted
+/// (`outletd_inserted_devices`), the writer stages its ``RollupDeltas`` (one row
 /// per outlet; its first and last minute when they differ; the minutes between them; the other
 /// minutes only once the short ways leave outlets for the merge), locks the outlets, and merges:
 /// an outlet whose samples were all inserted and all come after its tail gets the staged deltas
@@ -45,7 +45,11 @@ struct StagedRollups {
 extension BatchStore {
     /// `shortWays`: whether the short ways may take outlets (not when a first attempt found a closed
     /// minute already stored, see sql/write/short_way.sql: the merge then merges into that row).
-    func updateRollups(_ staged: StagedRollups, shortWays: Bool, _ connection: PostgresConnection) throws {
+    /// `stagingSamples` puts the batch's samples into the staging table, unless they are there already: the
+    /// recomputation of outlets from the raw samples reads them there.
+    func updateRollups(
+        _ staged: StagedRollups, shortWays: Bool, stagingSamples: () throws -> Void, _ connection: PostgresConnection
+    ) throws {
         let deltas = staged.deltas
         let maxGapSeconds = staged.maxGapSeconds
         if !deltas.chains.isEmpty {
@@ -68,6 +72,7 @@ extension BatchStore {
         let merged = try connection.executePrepared(name: Statement.mergeRollups, [maxGapSeconds])
         let recompute = merged[0, 0] ?? "{}"
         if recompute != "{}" {
+            try stagingSamples()
             try connection.executePrepared(name: Statement.recomputeRollups, [recompute])
             try connection.executePrepared(name: Statement.refreshTails, [recompute])
         }

@@ -6,11 +6,12 @@ import Telemetry
 
 /// The SQL of the write path: one transaction per ``Batch``.
 ///
-/// Samples are COPYed into a session-local staging table and moved with a plain `INSERT … RETURNING`
-/// under a savepoint, or, when that meets a stored sample, with `INSERT … ON CONFLICT DO NOTHING
-/// RETURNING`; the running totals are updated from the rows really inserted — so replaying or
-/// repeating a message never counts twice.
-/// The power rollups (minute, hour, day) are then brought up to date, in the same transaction, from
+/// Samples are COPYed straight into `samples`, by outlet then time, under a savepoint, with what each outlet's
+/// samples add to its running totals beside them; when one of them is stored already (a replay: unique_violation),
+/// or two of an outlet share a time, the batch goes the careful way instead: COPYed into a session-local staging
+/// table and moved with `INSERT … ON CONFLICT DO NOTHING RETURNING`, which notes what it really inserted. The
+/// running totals are updated from the rows really inserted — so replaying or repeating a message never counts
+/// twice. The power rollups (minute, hour, day) are then brought up to date, in the same transaction, from
 /// those rows (`BatchStore+Rollups.swift`, docs/ROLLUPS.md). The daily partitions of `samples` that the batch needs
 /// are created first when missing. Rejections are counted by reason, a bounded sample of them
 /// stored, unknown codes upserted into `pending_devices` (bounded too).
@@ -32,7 +33,7 @@ public struct BatchStore: Sendable {
     /// miss samples, until `outletd rollup rebuild` (sql/write/note_unmaintained.sql; call
     /// ``RollupStore/stopMaintaining()`` first).
     public let maintainsRollups: Bool
-    /// Whether a batch met a stored sample lately (see `moveSamples`): shared by the copies of this store.
+    /// Whether a batch met a stored sample lately (see `insertSamples`): shared by the copies of this store.
     private let duplicates = RecentDuplicates()
 
     public init(keepRejectedMessages: Int, pendingDevicesMax: Int, maintainsRollups: Bool = true) {
@@ -48,7 +49,7 @@ public struct BatchStore: Sendable {
         let statements = [
             (Statement.ensurePartitions, WriteSQL.ensurePartitions),
             (Statement.moveSamples, WriteSQL.moveSamples),
-            (Statement.moveNewSamples, WriteSQL.moveNewSamples),
+            (Statement.addTotals, WriteSQL.addTotals),
             (Statement.lockInserted, WriteSQL.lockInserted),
             (Statement.shortWay, WriteSQL.shortWay),
             (Statement.shortWayAcrossHours, WriteSQL.shortWayAcrossHours),
@@ -63,7 +64,7 @@ public struct BatchStore: Sendable {
     enum Statement {
         static let ensurePartitions = "outletd_ensure_partitions"
         static let moveSamples = "outletd_move_samples"
-        static let moveNewSamples = "outletd_move_new_samples"
+        static let addTotals = "outletd_add_totals"
         static let lockInserted = "outletd_lock_inserted"
         static let shortWay = "outletd_short_way"
         static let shortWayAcrossHours = "outletd_short_way_across_hours"
@@ -101,22 +102,26 @@ public struct BatchStore: Sendable {
         try connection.transaction {
             var inserted = 0
             if !batch.samples.isEmpty {
+                let order = SampleOrder(batch.samples)
                 let begun = try connection.executePrepared(
                     name: Statement.ensurePartitions, [Self.utcDays(batch.samples)])
-                var samples = CopyBinaryChunks(batch.samples[...], encode: Self.encode)
-                try connection.copyIn(WriteSQL.copySamples) { samples.next() }
-                // While PostgreSQL moves the samples, the writer computes the batch's rollup deltas
-                // and encodes them for their COPY: its work and the server's overlap.
-                var rollups: StagedRollups?
                 let maxGapSeconds = try begun.double(row: 0, column: 1) ?? 0
-                let stageRollups = {
-                    if maintainsRollups && rollups == nil {
-                        rollups = StagedRollups(batch, maxGapSeconds: maxGapSeconds)
+                let staged: Bool
+                (inserted, staged) = try insertSamples(batch.samples, order, connection)
+                // While PostgreSQL adds to the totals, the writer computes the batch's rollup deltas: its work
+                // and the server's overlap.
+                var rollups: StagedRollups?
+                try connection.executePrepared(name: Statement.addTotals) {
+                    if maintainsRollups && inserted > 0 {
+                        rollups = StagedRollups(batch, order: order, maxGapSeconds: maxGapSeconds)
                     }
                 }
-                inserted = try moveSamples(connection, while: stageRollups)
-                if inserted > 0, let rollups {
-                    try updateRollups(rollups, shortWays: shortWays, connection)
+                if let rollups {
+                    // The outlets recomputed from the raw samples are read from the staging table.
+                    let stageSamples = {
+                        if !staged { try Self.copy(batch.samples, order, WriteSQL.stageSamples, connection) }
+                    }
+                    try updateRollups(rollups, shortWays: shortWays, stagingSamples: stageSamples, connection)
                 } else if inserted > 0, let earliest = batch.samples.lazy.map(\.reading.measuredAt).min() {
                     let outlets = Array(Set(batch.samples.map(\.deviceID)))
                     try connection.executePrepared(name: Statement.noteUnmaintained, [earliest, outlets])
@@ -135,29 +140,41 @@ public struct BatchStore: Sendable {
         }
     }
 
-    /// Moves the staged samples into `samples` (running `meanwhile` while the server works) and returns how
-    /// many it inserted. The plain insert (sql/write/move_samples.sql without ON CONFLICT, derived by
-    /// scripts/embed-sql) comes first, under a savepoint, unless a batch met a stored sample lately; when it
-    /// meets one (unique_violation), the batch is moved again with ON CONFLICT DO NOTHING
-    /// (sql/write/move_samples.sql), and so are the next batches for a while.
-    private func moveSamples(_ connection: PostgresConnection, while meanwhile: () -> Void) throws -> Int {
-        let parameters: [(any PostgresBindable)?] = [maintainsRollups]
-        if duplicates.expectsNone() {
-            try connection.execute("SAVEPOINT outletd_move")
+    /// Inserts the batch's samples into `samples` and notes per outlet what they add to its totals
+    /// (`outletd_inserted_devices`). Returns how many it inserted, and whether the batch is in the staging table.
+    ///
+    /// Straight into `samples` first (sql/write/copy_samples.sql), under a savepoint, unless two samples of an
+    /// outlet share a time or a batch met a stored sample lately; when one is stored already (unique_violation),
+    /// the batch goes the careful way: into the staging table, and from there with ON CONFLICT DO NOTHING
+    /// (sql/write/move_samples.sql), and so do the next batches for a while.
+    private func insertSamples(_ samples: [DeviceSample], _ order: SampleOrder, _ connection: PostgresConnection)
+        throws -> (inserted: Int, staged: Bool)
+    {
+        if !order.hasRepeatedTimes && duplicates.expectsNone() {
+            try connection.execute("SAVEPOINT outletd_insert")
             do {
-                let moved = try connection.executePrepared(
-                    name: Statement.moveNewSamples, parameters, whileRunning: meanwhile)
-                try connection.execute("RELEASE SAVEPOINT outletd_move")
-                return try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
-            } catch {
-                guard error.code == .queryFailed && error.sqlState == "23505" else { throw error }
-                try connection.execute("ROLLBACK TO SAVEPOINT outletd_move")
+                let inserted = try Self.copy(samples, order, WriteSQL.copySamples, connection)
+                try connection.execute("RELEASE SAVEPOINT outletd_insert")
+                var totals = CopyBinaryChunks(order.outletTotals(of: samples)[...], encode: OutletTotals.encode)
+                try connection.copyIn(WriteSQL.copyInsertedDevices) { totals.next() }
+                return (inserted, false)
+            } catch let error as PostgresError where error.code == .queryFailed && error.sqlState == "23505" {
+                try connection.execute("ROLLBACK TO SAVEPOINT outletd_insert")
                 duplicates.met()
             }
         }
-        let moved = try connection.executePrepared(
-            name: Statement.moveSamples, parameters, whileRunning: meanwhile)
-        return try moved.int64(row: 0, column: 0).map(Int.init) ?? 0
+        try Self.copy(samples, order, WriteSQL.stageSamples, connection)
+        let moved = try connection.executePrepared(name: Statement.moveSamples)
+        return (try moved.int64(row: 0, column: 0).map(Int.init) ?? 0, true)
+    }
+
+    /// COPYs the samples, in `order`, with `sql` (copy_samples.sql or stage_samples.sql); returns how many.
+    @discardableResult
+    static func copy(_ samples: [DeviceSample], _ order: SampleOrder, _ sql: String, _ connection: PostgresConnection)
+        throws -> Int
+    {
+        var rows = CopyBinaryChunks(order.keys[...]) { key, encoder in encode(samples[Int(key.index)], &encoder) }
+        return try connection.copyIn(sql) { rows.next() }
     }
 
     static func saveCheckpoint(
@@ -201,17 +218,20 @@ public struct BatchStore: Sendable {
         return days.sorted()
     }
 
-    /// A sample as a binary `COPY` row of `outletd_staging_samples`.
+    /// A sample as a binary `COPY` row of `samples` (or of `outletd_staging_samples`, which has its columns).
     static func encode(_ sample: DeviceSample, _ encoder: inout CopyBinaryEncoder) {
         let reading = sample.reading
         encoder.int32(sample.deviceID)
-        encoder.microseconds(reading.measuredAt)
-        encoder.microseconds(reading.receivedAt)
+        encoder.timestamp(reading.measuredAt)
+        encoder.timestamp(reading.receivedAt)
         // A device clock may claim any year; PostgreSQL stores years 1–9999 here (else NULL).
-        encoder.int64(
-            reading.deviceTime.map(CopyBinaryEncoder.microseconds).flatMap {
-                Self.storableMicroseconds.contains($0) ? $0 : nil
-            })
+        if let deviceTime = reading.deviceTime.map(CopyBinaryEncoder.microseconds),
+            Self.storableMicroseconds.contains(deviceTime)
+        {
+            encoder.timestamp(microseconds: deviceTime)
+        } else {
+            encoder.null()
+        }
         encoder.double(reading.voltageVolts)
         encoder.double(reading.currentAmperes)
         encoder.double(reading.powerWatts)

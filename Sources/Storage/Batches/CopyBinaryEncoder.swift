@@ -8,7 +8,7 @@ import Telemetry
 ///
 /// The caller writes the fields of a row in the order of the COPY's column list, each with the
 /// width of its column's type: `int32` for `integer`, `int64` for `bigint`, `double` for
-/// `double precision`. A row's field count is filled in by `endRow()`.
+/// `double precision`, `timestamp` for `timestamptz`. A row's field count is filled in by `endRow()`.
 struct CopyBinaryEncoder {
     private(set) var bytes: [UInt8] = []
     /// Where the current row's field count goes.
@@ -76,10 +76,25 @@ struct CopyBinaryEncoder {
         if let value { double(value) } else { null() }
     }
 
-    /// Microseconds since the Unix epoch (the staging tables' time columns), as `bigint`.
+    /// Microseconds since the Unix epoch (the rollup staging tables' time columns), as `bigint`.
     mutating func microseconds(_ date: Date) {
         int64(Self.microseconds(date))
     }
+
+    /// A `timestamptz` (microseconds since 2000-01-01T00:00:00Z on the wire).
+    mutating func timestamp(_ date: Date) {
+        timestamp(microseconds: Self.microseconds(date))
+    }
+
+    /// A `timestamptz` given in microseconds since the Unix epoch (saturating: PostgreSQL reads the
+    /// extremes as -infinity and infinity).
+    mutating func timestamp(microseconds: Int64) {
+        let (sincePostgresEpoch, overflow) = microseconds.subtractingReportingOverflow(Self.postgresEpochMicroseconds)
+        int64(overflow ? Int64.min : sincePostgresEpoch)
+    }
+
+    /// 2000-01-01T00:00:00Z, PostgreSQL's epoch, in microseconds since the Unix epoch.
+    static let postgresEpochMicroseconds: Int64 = 946_684_800_000_000
 
     private mutating func append<Value: FixedWidthInteger>(_ value: Value) {
         withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }

@@ -68,34 +68,21 @@ struct RollupDeltas: Equatable {
         return from - to <= max(1, from * 0.01) ? 0 : to
     }
 
-    /// A sample's place in the batch, with what it is sorted by (16 bytes, not the whole sample).
-    struct Key {
-        var micros: Int64
-        var deviceID: Int32
-        var index: Int32
-    }
-
     /// `maxGapSeconds` is `rollup_settings.max_gap_seconds`: longer segments add no integral.
     init(_ samples: [DeviceSample], maxGapSeconds: Double) {
-        // By outlet, then time: each outlet's samples are one run.
-        var keys = samples.indices.map {
-            Key(
-                micros: CopyBinaryEncoder.microseconds(samples[$0].reading.measuredAt), deviceID: samples[$0].deviceID,
-                index: Int32($0))
-        }
-        keys.sort { ($0.deviceID, $0.micros) < ($1.deviceID, $1.micros) }
+        self.init(samples, order: SampleOrder(samples), maxGapSeconds: maxGapSeconds)
+    }
+
+    /// `order`: the samples by outlet, then time (each outlet's samples are one run).
+    init(_ samples: [DeviceSample], order: SampleOrder, maxGapSeconds: Double) {
         // One chain per outlet, and at least one minute each: their arrays are made once, at their size.
-        let outlets = keys.indices.count { $0 == 0 || keys[$0].deviceID != keys[$0 - 1].deviceID }
+        let outlets = order.keys.indices.count { $0 == 0 || order.keys[$0].deviceID != order.keys[$0 - 1].deviceID }
         chains.reserveCapacity(outlets)
         minutes.reserveCapacity(outlets)
-        var run: [Key] = []
-        var start = 0
-        while start < keys.count {
-            var end = start + 1
-            while end < keys.count && keys[end].deviceID == keys[start].deviceID { end += 1 }
+        var run: [SampleOrder.Key] = []
+        for outlet in order.runs {
             run.removeAll(keepingCapacity: true)
-            run.append(contentsOf: keys[start..<end])
-            start = end
+            run.append(contentsOf: outlet)
             // Two samples at one time are one row. When they agree on what the rollups read (a
             // replayed message) either may be the one stored; when they differ, which one the insert
             // keeps is not known here.
@@ -105,10 +92,10 @@ struct RollupDeltas: Equatable {
     }
 
     /// One outlet's samples, in time order, at distinct times.
-    private mutating func addChain(_ run: [Key], of samples: [DeviceSample], maxGapSeconds: Double) {
+    private mutating func addChain(_ run: [SampleOrder.Key], of samples: [DeviceSample], maxGapSeconds: Double) {
         let deviceID = run[0].deviceID
         let firstMinuteIndex = minutes.count
-        func point(_ key: Key) -> Point { Point(key.micros, samples[Int(key.index)].reading) }
+        func point(_ key: SampleOrder.Key) -> Point { Point(key.micros, samples[Int(key.index)].reading) }
         var minute = Minute(deviceID: deviceID, bucketMicros: Self.minuteStart(run[0].micros))
         var total = minute
         for position in run.indices {
@@ -155,7 +142,7 @@ struct RollupDeltas: Equatable {
 
     /// Removes samples at the time of the one before them when they carry the same power, voltage
     /// and counter; false when two samples at one time differ in any of those.
-    static func dropRepeats(_ run: inout [Key], of samples: [DeviceSample]) -> Bool {
+    static func dropRepeats(_ run: inout [SampleOrder.Key], of samples: [DeviceSample]) -> Bool {
         var kept = 0
         for index in run.indices {
             if kept > 0 && run[kept - 1].micros == run[index].micros {

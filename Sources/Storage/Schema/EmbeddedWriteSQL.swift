@@ -3,6 +3,25 @@
 
 /// The write path's SQL, one statement (or, for `session`, one script) per file of sql/write/.
 enum WriteSQL {
+    static let addTotals = ###"""
+        -- Adds what the batch really inserted (`outletd_inserted_devices`) to each outlet's running totals.
+        INSERT INTO device_power_totals AS t (device_id, sample_count, power_sum_watts, peak_power_watts, peak_at,
+                                              first_measured_at, last_measured_at)
+        SELECT device_id, sample_count, power_sum_watts, peak_power_watts, peak_at, first_measured_at, last_measured_at
+        FROM outletd_inserted_devices
+        ORDER BY device_id
+        ON CONFLICT (device_id) DO UPDATE SET
+            sample_count = t.sample_count + excluded.sample_count,
+            power_sum_watts = t.power_sum_watts + excluded.power_sum_watts,
+            peak_power_watts = GREATEST(t.peak_power_watts, excluded.peak_power_watts),
+            peak_at = CASE
+                WHEN excluded.peak_power_watts > t.peak_power_watts
+                  OR (excluded.peak_power_watts = t.peak_power_watts AND excluded.peak_at < t.peak_at)
+                THEN excluded.peak_at ELSE t.peak_at END,
+            first_measured_at = LEAST(t.first_measured_at, excluded.first_measured_at),
+            last_measured_at = GREATEST(t.last_measured_at, excluded.last_measured_at)
+        """###
+
     static let copyChains = ###"""
         -- Each outlet's chain (RollupDeltas.encode(_:withEnds: false)), when no chain spans minutes.
         COPY outletd_staging_chains (device_id, sample_count, first_us, first_power_watts, first_energy_wh,
@@ -35,6 +54,13 @@ enum WriteSQL {
                                      head_last_us) FROM STDIN (FORMAT binary)
         """###
 
+    static let copyInsertedDevices = ###"""
+        -- Per outlet, what the batch inserted (OutletTotals.encode writes the columns in this order), when every reading
+        -- of it went straight into `samples` (copy_samples.sql).
+        COPY outletd_inserted_devices (device_id, sample_count, first_measured_at, last_measured_at, power_sum_watts,
+                                       peak_power_watts, peak_at) FROM STDIN (FORMAT binary)
+        """###
+
     static let copyMinutes = ###"""
         -- Minutes of the batch (RollupDeltas.encode(_:_:)): those between a chain's first and last, then, for the merge,
         -- the chains' end minutes.
@@ -44,9 +70,12 @@ enum WriteSQL {
         """###
 
     static let copySamples = ###"""
-        -- The batch's readings (BatchStore.encode writes the columns in this order).
-        COPY outletd_staging_samples (device_id, measured_us, received_us, device_us, voltage_volts, current_amperes,
-                                      power_watts, power_factor, energy_wh, seq) FROM STDIN (FORMAT binary)
+        -- The batch's readings straight into `samples` (BatchStore.encode writes the columns in this order), by
+        -- outlet, then time. BatchStore.write runs it under a savepoint: when a reading is stored already
+        -- (unique_violation), it is rolled back and the batch goes the careful way (stage_samples.sql, then
+        -- move_samples.sql).
+        COPY samples (device_id, measured_at, received_at, device_time, voltage_volts, current_amperes, power_watts,
+                      power_factor, energy_wh, seq) FROM STDIN (FORMAT binary)
         """###
 
     static let countPending = ###"""
@@ -324,55 +353,26 @@ enum WriteSQL {
         """###
 
     static let moveSamples = ###"""
-        -- Moves the staged samples into `samples`, skipping ones already there (of two staged readings of one outlet
-        -- at one time, the one received first), and adds the rows it really inserted to `device_power_totals`. With
-        -- $1 (rollups maintained), notes besides, per outlet, how many it really inserted and the earliest of them
-        -- (`outletd_inserted_devices`): what the rollup statements read. Returns how many it inserted.
-        -- scripts/embed-sql also derives from it the same statement without ON CONFLICT, a plain insert that PostgreSQL
-        -- runs in two thirds of the time (docs/PERFORMANCE.md): BatchStore.moveSamples tries that one first, under a
-        -- savepoint, and comes here when it meets a stored sample (unique_violation).
+        -- The careful way (BatchStore.write, after a batch met a stored sample): moves the staged samples into `samples`,
+        -- skipping ones already there (of two staged readings of one outlet at one time, the one received first), and
+        -- notes, per outlet, what it really inserted (`outletd_inserted_devices`): what the running totals
+        -- (add_totals.sql) and the rollup statements read. Returns how many it inserted.
         WITH inserted AS (
             INSERT INTO samples (device_id, measured_at, received_at, device_time, voltage_volts, current_amperes,
                                  power_watts, power_factor, energy_wh, seq)
-            SELECT device_id,
-                   timestamptz 'epoch' + measured_us * interval '1 microsecond',
-                   timestamptz 'epoch' + received_us * interval '1 microsecond',
-                   timestamptz 'epoch' + device_us * interval '1 microsecond',
-                   voltage_volts, current_amperes, power_watts, power_factor, energy_wh, seq
+            SELECT device_id, measured_at, received_at, device_time, voltage_volts, current_amperes, power_watts,
+                   power_factor, energy_wh, seq
             FROM outletd_staging_samples
-            ORDER BY device_id, measured_us, received_us
+            ORDER BY device_id, measured_at, received_at
             ON CONFLICT (device_id, measured_at) DO NOTHING
             RETURNING device_id, measured_at, power_watts
-        ), per_device AS (
-            SELECT device_id,
-                   count(*) AS sample_count,
-                   sum(power_watts) AS power_sum_watts,
-                   max(power_watts) AS peak_power_watts,
-                   (array_agg(measured_at ORDER BY power_watts DESC, measured_at))[1] AS peak_at,
-                   min(measured_at) AS first_measured_at,
-                   max(measured_at) AS last_measured_at
+        ), noted AS (
+            INSERT INTO outletd_inserted_devices (device_id, sample_count, first_measured_at, last_measured_at,
+                                                  power_sum_watts, peak_power_watts, peak_at)
+            SELECT device_id, count(*), min(measured_at), max(measured_at), sum(power_watts), max(power_watts),
+                   (array_agg(measured_at ORDER BY power_watts DESC, measured_at))[1]
             FROM inserted
             GROUP BY device_id
-        ), totals AS (
-            INSERT INTO device_power_totals AS t (device_id, sample_count, power_sum_watts, peak_power_watts, peak_at,
-                                                  first_measured_at, last_measured_at)
-            SELECT device_id, sample_count, power_sum_watts, peak_power_watts, peak_at, first_measured_at,
-                   last_measured_at
-            FROM per_device
-            ORDER BY device_id
-            ON CONFLICT (device_id) DO UPDATE SET
-                sample_count = t.sample_count + excluded.sample_count,
-                power_sum_watts = t.power_sum_watts + excluded.power_sum_watts,
-                peak_power_watts = GREATEST(t.peak_power_watts, excluded.peak_power_watts),
-                peak_at = CASE
-                    WHEN excluded.peak_power_watts > t.peak_power_watts
-                      OR (excluded.peak_power_watts = t.peak_power_watts AND excluded.peak_at < t.peak_at)
-                    THEN excluded.peak_at ELSE t.peak_at END,
-                first_measured_at = LEAST(t.first_measured_at, excluded.first_measured_at),
-                last_measured_at = GREATEST(t.last_measured_at, excluded.last_measured_at)
-        ), noted AS (
-            INSERT INTO outletd_inserted_devices (device_id, sample_count, first_measured_at)
-            SELECT device_id, sample_count, first_measured_at FROM per_device WHERE $1::boolean
         )
         SELECT count(*) FROM inserted
         """###
@@ -395,8 +395,7 @@ enum WriteSQL {
         -- Recomputes, from the raw samples, the minutes touched by the staged samples of the outlets in $1 (a superset of
         -- the rows inserted, which recomputes some minutes to what they are), and the hours and days that contain them.
         SELECT outletd_rollups_after_insert(array_agg(device_id), array_agg(measured_at))
-        FROM (SELECT DISTINCT device_id, timestamptz 'epoch' + measured_us * interval '1 microsecond' AS measured_at
-              FROM outletd_staging_samples WHERE device_id = ANY ($1::integer[])) staged
+        FROM (SELECT DISTINCT device_id, measured_at FROM outletd_staging_samples WHERE device_id = ANY ($1::integer[])) staged
         """###
 
     static let refreshTails = ###"""
@@ -415,16 +414,18 @@ enum WriteSQL {
     static let session = ###"""
         -- What a fresh connection of the writer needs (run after every connect): work memory for the batch's sorts,
         -- and the session-local staging tables its COPYs fill, emptied at every commit. The column order is the
-        -- COPY order: Storage's encoders (BatchStore.encode, RollupDeltas.encode) write the columns in this order.
-        -- A rollup measure in microseconds (`*_us`) or a count is a bigint, every other one a double precision.
+        -- COPY order: Storage's encoders (BatchStore.encode, OutletTotals.encode, RollupDeltas.encode) write the
+        -- columns in this order. A rollup measure in microseconds (`*_us`) or a count is a bigint, every other one a
+        -- double precision.
         SET work_mem = '64MB';
 
-        -- One row per reading of the batch.
+        -- The batch's readings, when they go the careful way (BatchStore.write: a stored sample among them), in the
+        -- columns of `samples`; and those of outlets whose rollups are recomputed from the raw samples.
         CREATE TEMPORARY TABLE IF NOT EXISTS outletd_staging_samples (
             device_id        integer NOT NULL,
-            measured_us      bigint NOT NULL,
-            received_us      bigint NOT NULL,
-            device_us        bigint,
+            measured_at      timestamptz NOT NULL,
+            received_at      timestamptz NOT NULL,
+            device_time      timestamptz,
             voltage_volts    double precision,
             current_amperes  double precision,
             power_watts      double precision NOT NULL,
@@ -433,11 +434,18 @@ enum WriteSQL {
             seq              bigint
         ) ON COMMIT DELETE ROWS;
 
-        -- Per outlet, how many of its readings the move statement really inserted, and the earliest of them.
+        -- Per outlet, what the batch really inserted: how many samples, the earliest and the latest, their power sum,
+        -- the peak and when (the earliest of equal peaks). The running totals (add_totals.sql) and the rollup
+        -- statements read it. Written by the writer (copy_inserted_devices.sql) when every sample was inserted, by
+        -- move_samples.sql when the batch went the careful way.
         CREATE TEMPORARY TABLE IF NOT EXISTS outletd_inserted_devices (
             device_id          integer NOT NULL,
             sample_count       bigint NOT NULL,
-            first_measured_at  timestamptz NOT NULL
+            first_measured_at  timestamptz NOT NULL,
+            last_measured_at   timestamptz NOT NULL,
+            power_sum_watts    double precision NOT NULL,
+            peak_power_watts   double precision NOT NULL,
+            peak_at            timestamptz NOT NULL
         ) ON COMMIT DELETE ROWS;
 
         -- Per outlet, its chain of readings in the batch (RollupDeltas.Chain): first and last reading, the newest
@@ -863,6 +871,13 @@ enum WriteSQL {
                 SELECT count FROM remaining
         """###
 
+    static let stageSamples = ###"""
+        -- The batch's readings into the staging table (BatchStore.encode writes the columns in this order): when they go
+        -- the careful way (move_samples.sql), or, for recompute_rollups.sql, when they went straight into `samples`.
+        COPY outletd_staging_samples (device_id, measured_at, received_at, device_time, voltage_volts, current_amperes,
+                                      power_watts, power_factor, energy_wh, seq) FROM STDIN (FORMAT binary)
+        """###
+
     static let storeRejections = ###"""
         -- Stores a batch's first rejections: $1 receive times (µs since 1970), $2 topics, $3 codes ('' for none),
         -- $4 reasons, $5 details, $6 array indexes (-1 for none), $7 payload excerpts.
@@ -878,58 +893,12 @@ enum WriteSQL {
         DELETE FROM rejected_messages WHERE id <= (SELECT max(id) FROM rejected_messages) - $1
         """###
 
-    /// sql/write/move_samples.sql without its ON CONFLICT clause (derived by scripts/embed-sql).
-    static let moveNewSamples = ###"""
-        -- move_samples.sql without ON CONFLICT: the plain insert tried first (BatchStore.moveSamples).
-        WITH inserted AS (
-            INSERT INTO samples (device_id, measured_at, received_at, device_time, voltage_volts, current_amperes,
-                                 power_watts, power_factor, energy_wh, seq)
-            SELECT device_id,
-                   timestamptz 'epoch' + measured_us * interval '1 microsecond',
-                   timestamptz 'epoch' + received_us * interval '1 microsecond',
-                   timestamptz 'epoch' + device_us * interval '1 microsecond',
-                   voltage_volts, current_amperes, power_watts, power_factor, energy_wh, seq
-            FROM outletd_staging_samples
-            ORDER BY device_id, measured_us, received_us
-            RETURNING device_id, measured_at, power_watts
-        ), per_device AS (
-            SELECT device_id,
-                   count(*) AS sample_count,
-                   sum(power_watts) AS power_sum_watts,
-                   max(power_watts) AS peak_power_watts,
-                   (array_agg(measured_at ORDER BY power_watts DESC, measured_at))[1] AS peak_at,
-                   min(measured_at) AS first_measured_at,
-                   max(measured_at) AS last_measured_at
-            FROM inserted
-            GROUP BY device_id
-        ), totals AS (
-            INSERT INTO device_power_totals AS t (device_id, sample_count, power_sum_watts, peak_power_watts, peak_at,
-                                                  first_measured_at, last_measured_at)
-            SELECT device_id, sample_count, power_sum_watts, peak_power_watts, peak_at, first_measured_at,
-                   last_measured_at
-            FROM per_device
-            ORDER BY device_id
-            ON CONFLICT (device_id) DO UPDATE SET
-                sample_count = t.sample_count + excluded.sample_count,
-                power_sum_watts = t.power_sum_watts + excluded.power_sum_watts,
-                peak_power_watts = GREATEST(t.peak_power_watts, excluded.peak_power_watts),
-                peak_at = CASE
-                    WHEN excluded.peak_power_watts > t.peak_power_watts
-                      OR (excluded.peak_power_watts = t.peak_power_watts AND excluded.peak_at < t.peak_at)
-                    THEN excluded.peak_at ELSE t.peak_at END,
-                first_measured_at = LEAST(t.first_measured_at, excluded.first_measured_at),
-                last_measured_at = GREATEST(t.last_measured_at, excluded.last_measured_at)
-        ), noted AS (
-            INSERT INTO outletd_inserted_devices (device_id, sample_count, first_measured_at)
-            SELECT device_id, sample_count, first_measured_at FROM per_device WHERE $1::boolean
-        )
-        SELECT count(*) FROM inserted
-        """###
-
     /// Every statement by its file's name (for the test that compares them with sql/write/).
     static let all: [String: String] = [
+        "add_totals": addTotals,
         "copy_chains": copyChains,
         "copy_chains_with_ends": copyChainsWithEnds,
+        "copy_inserted_devices": copyInsertedDevices,
         "copy_minutes": copyMinutes,
         "copy_samples": copySamples,
         "count_pending": countPending,
@@ -944,6 +913,7 @@ enum WriteSQL {
         "session": session,
         "short_way": shortWay,
         "short_way_across_hours": shortWayAcrossHours,
+        "stage_samples": stageSamples,
         "store_rejections": storeRejections,
         "trim_rejections": trimRejections,
     ]
