@@ -7,7 +7,7 @@ import Telemetry
 // outletd-bench: the figures of docs/ROLLUPS.md ("Benchmark"). Not a test.
 //
 //   outletd-bench ingest URL_WITHOUT URL_WITH [--outlets 100] [--readings 2000] [--rounds 3] [--batch-rows N]
-//                        [--warm-up 0] [--across-hour]
+//                        [--warm-up 0] [--across-hour] [--replay-every 50]
 //       Writes the same readings through BatchStore (batches of N rows, by default the daemon's
 //       `ingest.batch_max_rows`, i.e. the size of a batch under backlog) into
 //       two empty databases, one with the rollups switched off, one with them on; the timed
@@ -17,7 +17,9 @@ import Telemetry
 //       --warm-up K, each outlet's first K readings are written before the clock starts: the
 //       timed batches then find every outlet known (the steady state) instead of new. The readings
 //       end a minute before an hour starts; with --across-hour, an hour starts in the middle of
-//       the timed readings (see makeBatches).
+//       the timed readings (see makeBatches). One reading in --replay-every (50) is in its batch twice, a
+//       replay, which sends the batch the careful way (BatchStore); 0: none, every batch goes straight into
+//       `samples`.
 //   outletd-bench query URL [--samples 10000000] [--outlets 100] [--runs 200]
 //       Fills an empty database with raw samples (SQL generate_series, the last 30 days), builds
 //       the rollups with the rebuild SQL, then times the dashboards' "average and peak of one
@@ -50,7 +52,7 @@ func migratedConnection(_ url: String) throws -> PostgresConnection {
     return connection
 }
 
-/// Readings of `outlets` outlets every 10 s, most recent last, with 2 % repeated (replays): the
+/// Readings of `outlets` outlets every 10 s, most recent last, one in `replayEvery` repeated (replays): the
 /// first `warmUp` readings of each outlet, then the others, each in batches of `batchRows`.
 ///
 /// Where the readings fall in the hour is fixed, not left to the clock: a batch whose readings
@@ -59,9 +61,9 @@ func migratedConnection(_ url: String) throws -> PostgresConnection {
 /// such batch in ten, a run started later none. By default the readings end a minute before an
 /// hour starts (none of a window shorter than an hour crosses one); `acrossHour` puts an hour's
 /// start in the middle of the timed readings instead.
-func makeBatches(deviceIDs: [Int32], readingsPerOutlet: Int, warmUp: Int, batchRows: Int, acrossHour: Bool)
-    -> (warmUp: [Batch], timed: [Batch])
-{
+func makeBatches(
+    deviceIDs: [Int32], readingsPerOutlet: Int, warmUp: Int, batchRows: Int, acrossHour: Bool, replayEvery: Int
+) -> (warmUp: [Batch], timed: [Batch]) {
     let previousHour = (Date().timeIntervalSince1970 / 3_600).rounded(.down) * 3_600 - 3_600
     let timedSeconds = Double(readingsPerOutlet - warmUp) * 10
     let end = Date(
@@ -78,7 +80,9 @@ func makeBatches(deviceIDs: [Int32], readingsPerOutlet: Int, warmUp: Int, batchR
                 measuredAt: at.addingTimeInterval(Double(index) / 1_000).roundedToMicroseconds,
                 receivedAt: at, voltageVolts: 229, currentAmperes: power / 229, powerWatts: power)
             samples.append(DeviceSample(deviceID: id, reading: reading))
-            if (step + index) % 50 == 0 { samples.append(DeviceSample(deviceID: id, reading: reading)) }
+            if replayEvery > 0 && (step + index) % replayEvery == 0 {
+                samples.append(DeviceSample(deviceID: id, reading: reading))
+            }
         }
     }
     func batches(_ samples: ArraySlice<DeviceSample>) -> [Batch] {
@@ -104,9 +108,10 @@ struct IngestSide {
 
     /// Empties the database, adds the outlets, writes the warm-up batches and leaves the tables
     /// vacuumed and analysed.
-    init(url: String, rollups: Bool, outlets: Int, readings: Int, warmUp: Int, batchRows: Int, acrossHour: Bool)
-        throws
-    {
+    init(
+        url: String, rollups: Bool, outlets: Int, readings: Int, warmUp: Int, batchRows: Int, acrossHour: Bool,
+        replayEvery: Int
+    ) throws {
         let connection = try migratedConnection(url)
         try connection.execute(
             "TRUNCATE samples, device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored, power_rollups_daily_stored, rollup_tails"
@@ -117,7 +122,8 @@ struct IngestSide {
         let idRows = try connection.execute("SELECT id FROM devices ORDER BY id")
         let ids = try (0..<idRows.rowCount).compactMap { try idRows.int64(row: $0, column: 0).map(Int32.init) }
         let (warmUpBatches, batches) = makeBatches(
-            deviceIDs: ids, readingsPerOutlet: readings, warmUp: warmUp, batchRows: batchRows, acrossHour: acrossHour)
+            deviceIDs: ids, readingsPerOutlet: readings, warmUp: warmUp, batchRows: batchRows, acrossHour: acrossHour,
+            replayEvery: replayEvery)
         let store = BatchStore(keepRejectedMessages: 0, pendingDevicesMax: 0, maintainsRollups: rollups)
         try store.prepareSession(connection)
         for batch in warmUpBatches { _ = try store.write(batch, to: connection) }
@@ -146,6 +152,7 @@ func ingest(withoutURL: String, withURL: String) throws {
     let batchRows = option("--batch-rows", OutletdConfiguration().ingest.batchMaxRows)
     let warmUp = min(option("--warm-up", 0), readings - 1)
     let acrossHour = CommandLine.arguments.contains("--across-hour")
+    let replayEvery = option("--replay-every", 50)
     var rates: [Bool: [Double]] = [false: [], true: []]
     var ratios: [Double] = []
     // Readings and seconds of all rounds, per side: the rate over the whole run.
@@ -154,7 +161,7 @@ func ingest(withoutURL: String, withURL: String) throws {
         var sides = try [withoutURL, withURL].enumerated().map { index, url in
             try IngestSide(
                 url: url, rollups: index == 1, outlets: outlets, readings: readings, warmUp: warmUp,
-                batchRows: batchRows, acrossHour: acrossHour)
+                batchRows: batchRows, acrossHour: acrossHour, replayEvery: replayEvery)
         }
         defer { for side in sides { side.connection.close() } }
         // Both databases are in one state of the machine: the timed batches alternate between them
