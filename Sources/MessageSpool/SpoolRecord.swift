@@ -99,7 +99,7 @@ enum SpoolFraming {
         append(UInt64(bitPattern: message.receivedAt.epochMicroseconds), to: &bytes)
         append(UInt16(topicLength), to: &bytes)
         bytes.append(UInt8(tagLength))
-        bytes += message.topic.utf8.prefix(topicLength)
+        bytes.appendUTF8(of: message.topic, maxCount: topicLength)
         bytes += tag.prefix(tagLength)
         bytes += message.payload
         bytes.withUnsafeMutableBytes { whole in

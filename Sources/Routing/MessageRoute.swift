@@ -64,7 +64,7 @@ extension MessageRoute {
         func text(_ value: String) {
             let length = min(value.utf8.count, Int(UInt16.max))
             withUnsafeBytes(of: UInt16(length).littleEndian) { bytes += $0 }
-            bytes += value.utf8.prefix(length)
+            bytes.appendUTF8(of: value, maxCount: length)
         }
         switch self {
         case .native(let kind, let code):
