@@ -29,7 +29,9 @@ import Testing
         #expect(order.keys.map(\.micros) == [3, 7, 0, 1, 5].map { Self.micros(Double($0)) })
         #expect(order.runs.map { $0.map(\.deviceID) } == [[2, 2], [5], [9, 9]])
         #expect(!order.hasRepeatedTimes)
+        #expect(order.outletCount == 3)
         #expect(SampleOrder([]).runs.map(\.count).isEmpty)
+        #expect(SampleOrder([]).outletCount == 0)
     }
 
     /// (outlet, seconds) of a batch's samples, and whether two of one outlet share a time.

@@ -17,6 +17,8 @@ struct SampleOrder {
     /// Whether two samples of one outlet share a time. The store keeps only one of them (which one is the
     /// database's to say: the one received first), so such a batch cannot go straight into `samples`.
     let hasRepeatedTimes: Bool
+    /// How many outlets the samples are of: the number of ``runs``.
+    let outletCount: Int
 
     init(_ samples: [DeviceSample]) {
         var keys = samples.indices.map {
@@ -26,9 +28,17 @@ struct SampleOrder {
         }
         keys.sort { ($0.deviceID, $0.micros) < ($1.deviceID, $1.micros) }
         self.keys = keys
-        hasRepeatedTimes = keys.indices.dropFirst().contains {
-            keys[$0].deviceID == keys[$0 - 1].deviceID && keys[$0].micros == keys[$0 - 1].micros
+        var outlets = keys.isEmpty ? 0 : 1
+        var repeated = false
+        for index in keys.indices.dropFirst() {
+            if keys[index].deviceID != keys[index - 1].deviceID {
+                outlets += 1
+            } else if keys[index].micros == keys[index - 1].micros {
+                repeated = true
+            }
         }
+        outletCount = outlets
+        hasRepeatedTimes = repeated
     }
 
     /// The keys of each outlet, one run per outlet, in outlet order.
@@ -47,7 +57,10 @@ struct SampleOrder {
 
     /// Each outlet's share of the batch for its running totals, when every sample is inserted.
     func outletTotals(of samples: [DeviceSample]) -> [OutletTotals] {
-        runs.map { OutletTotals($0, of: samples) }
+        var totals: [OutletTotals] = []
+        totals.reserveCapacity(outletCount)
+        for run in runs { totals.append(OutletTotals(run, of: samples)) }
+        return totals
     }
 }
 

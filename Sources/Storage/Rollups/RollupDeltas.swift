@@ -76,9 +76,8 @@ struct RollupDeltas: Equatable {
     /// `order`: the samples by outlet, then time (each outlet's samples are one run).
     init(_ samples: [DeviceSample], order: SampleOrder, maxGapSeconds: Double) {
         // One chain per outlet, and at least one minute each: their arrays are made once, at their size.
-        let outlets = order.keys.indices.count { $0 == 0 || order.keys[$0].deviceID != order.keys[$0 - 1].deviceID }
-        chains.reserveCapacity(outlets)
-        minutes.reserveCapacity(outlets)
+        chains.reserveCapacity(order.outletCount)
+        minutes.reserveCapacity(order.outletCount)
         var run: [SampleOrder.Key] = []
         for outlet in order.runs {
             run.removeAll(keepingCapacity: true)
