@@ -152,15 +152,18 @@ public struct BatchStore: Sendable {
     {
         if !order.hasRepeatedTimes && duplicates.expectsNone() {
             try connection.execute("SAVEPOINT outletd_insert")
+            var inserted: Int?
             do {
-                let inserted = try Self.copy(samples, order, WriteSQL.copySamples, connection)
+                inserted = try Self.copy(samples, order, WriteSQL.copySamples, connection)
                 try connection.execute("RELEASE SAVEPOINT outletd_insert")
-                var totals = CopyBinaryChunks(order.outletTotals(of: samples)[...], encode: OutletTotals.encode)
-                try connection.copyIn(WriteSQL.copyInsertedDevices) { totals.next() }
-                return (inserted, false)
             } catch let error as PostgresError where error.code == .queryFailed && error.sqlState == "23505" {
                 try connection.execute("ROLLBACK TO SAVEPOINT outletd_insert")
                 duplicates.met()
+            }
+            if let inserted {
+                var totals = CopyBinaryChunks(order.outletTotals(of: samples)[...], encode: OutletTotals.encode)
+                try connection.copyIn(WriteSQL.copyInsertedDevices) { totals.next() }
+                return (inserted, false)
             }
         }
         try Self.copy(samples, order, WriteSQL.stageSamples, connection)
