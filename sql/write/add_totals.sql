@@ -1,8 +1,27 @@
--- Adds what the batch really inserted (`outletd_inserted_devices`) to each outlet's running totals.
+-- Adds what the batch really inserted (`outletd_inserted_devices`) to each outlet's running totals. The writer
+-- holds the outlets' rollup locks (lock_inserted.sql) already: two writers never update the same rows in another
+-- order. An outlet with totals gets them updated (a join, cheaper than the upsert's speculative insert for each
+-- row); the others are inserted, and one that another writer inserted meanwhile is added to all the same.
+WITH updated AS (
+    UPDATE device_power_totals AS t SET
+        sample_count = t.sample_count + i.sample_count,
+        power_sum_watts = t.power_sum_watts + i.power_sum_watts,
+        peak_power_watts = GREATEST(t.peak_power_watts, i.peak_power_watts),
+        peak_at = CASE
+            WHEN i.peak_power_watts > t.peak_power_watts
+              OR (i.peak_power_watts = t.peak_power_watts AND i.peak_at < t.peak_at)
+            THEN i.peak_at ELSE t.peak_at END,
+        first_measured_at = LEAST(t.first_measured_at, i.first_measured_at),
+        last_measured_at = GREATEST(t.last_measured_at, i.last_measured_at)
+    FROM outletd_inserted_devices i
+    WHERE t.device_id = i.device_id
+    RETURNING t.device_id
+)
 INSERT INTO device_power_totals AS t (device_id, sample_count, power_sum_watts, peak_power_watts, peak_at,
                                       first_measured_at, last_measured_at)
 SELECT device_id, sample_count, power_sum_watts, peak_power_watts, peak_at, first_measured_at, last_measured_at
-FROM outletd_inserted_devices
+FROM outletd_inserted_devices i
+WHERE NOT EXISTS (SELECT FROM updated u WHERE u.device_id = i.device_id)
 ORDER BY device_id
 ON CONFLICT (device_id) DO UPDATE SET
     sample_count = t.sample_count + excluded.sample_count,

@@ -30,9 +30,9 @@ struct StagedRollups {
 /// statements are sql/write/*.sql.
 ///
 /// After a batch's samples are inserted, with, per outlet, how many were really inserted
-/// (`outletd_inserted_devices`), the writer stages its ``RollupDeltas`` (one row
-/// per outlet; its first and last minute when they differ; the minutes between them; the other
-/// minutes only once the short ways leave outlets for the merge), locks the outlets, and merges:
+/// (`outletd_inserted_devices`), and the outlets' rollup locks taken (before their totals), the writer
+/// stages its ``RollupDeltas`` (one row per outlet; its first and last minute when they differ; the
+/// minutes between them; the other minutes only once the short ways leave outlets for the merge), and merges:
 /// an outlet whose samples were all inserted and all come after its tail gets the staged deltas
 /// plus the segment from its tail added to its open minute, hour and day (kept in its
 /// `rollup_tails` row; a bucket goes to its table once the outlet's data has moved past it). Of
@@ -60,7 +60,6 @@ extension BatchStore {
             // Only the minutes between a chain's first and last are staged as minutes.
             try stageMinutes(deltas.middleMinutes, connection)
         }
-        try connection.executePrepared(name: Statement.lockInserted)
         if shortWays {
             var remaining = try connection.executePrepared(name: Statement.shortWay, [maxGapSeconds])
             guard try remaining.int64(row: 0, column: 0) != 0 else { return }

@@ -108,6 +108,8 @@ public struct BatchStore: Sendable {
                 let maxGapSeconds = try begun.double(row: 0, column: 1) ?? 0
                 let staged: Bool
                 (inserted, staged) = try insertSamples(batch.samples, order, connection)
+                // The outlets' rollup locks, before their totals: two writers never wait for each other in a circle.
+                try connection.executePrepared(name: Statement.lockInserted)
                 // While PostgreSQL adds to the totals, the writer computes the batch's rollup deltas: its work
                 // and the server's overlap.
                 var rollups: StagedRollups?
