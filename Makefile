@@ -38,9 +38,9 @@ chaos-short: deps
 	scripts/chaos --short
 
 ## make bench: outletd, mosquitto_sub (B), one COPY (D) and two Python ingesters drain the same QoS 1
-## backlog (READINGS=1000000), durable; then live latency at H/2 (docs/PERFORMANCE.md; about 5 min,
-## longer with the one-INSERT peer: NAIVE_READINGS=100000). make bench-soak: RSS over SOAK_SECONDS=600
-## at SOAK_RATE=1000/s.
+## backlog (READINGS=1000000; B, outletd and D in ROUNDS=3 rounds, medians reported), durable; then live
+## latency at H/2 (docs/PERFORMANCE.md; about 8 min, longer with the one-INSERT peer: NAIVE_READINGS=100000).
+## make bench-soak: RSS over SOAK_SECONDS=600 at SOAK_RATE=1000/s.
 bench: deps
 	Benchmarks/throughput.sh
 

@@ -3,13 +3,16 @@
 # run on one stack, with durable settings (PostgreSQL fsync, full_page_writes and synchronous_commit
 # on; mosquitto persistence on). docs/PERFORMANCE.md explains every line of the table it prints.
 #
-#   Benchmarks/throughput.sh            the table (about 5 minutes after the release build)
+#   Benchmarks/throughput.sh            the table (about 8 minutes after the release build)
 #   Benchmarks/throughput.sh --soak     outletd at SOAK_RATE readings/s for SOAK_SECONDS, RSS every 10 s
 #
 # Throughput, the backlog method: an ingester's persistent session is created, the simulator publishes
 # a backlog of READINGS readings (QoS 1, `outletd simulate --window`) that the broker queues for that
 # session, then the ingester starts; its rate is READINGS / (last reading's commit − the ingester's
-# start). Every ingester drains the same kind of backlog, from the same broker into the same database:
+# start). Every ingester drains the same kind of backlog, from the same broker into the same database
+# (B, outletd and D in ROUNDS rounds, one stage after the other; the table reports each round and the
+# medians: this machine's speed drifts by up to half between its phases, and one round's ratio
+# compares stages that ran in the same phase):
 #   B        mosquitto_sub draining the backlog (the broker's ceiling: delivery, nothing stored)
 #   D        one COPY of the rows outletd stored, straight into `samples` (the database's ceiling)
 #   H        1 / (1/B + 1/D): the ceiling of this workload when one machine does both
@@ -25,8 +28,8 @@
 # of every process of a stage (mosquitto, PostgreSQL's backends, the simulator…) is counted too: on
 # one machine the stages share the cores, and those figures say where each stage's time went.
 #
-# Knobs: READINGS (1000000), NAIVE_READINGS (100000), OUTLETS (10000 publishing), REGISTERED (100000
-# registered), LIVE_SECONDS (20), WARM_SECONDS (3), LIVE_LOW_RATE (10000), DRAIN_TIMEOUT (per drain: 600 s, or READINGS / 5000 s when longer), CONFIG (release),
+# Knobs: READINGS (1000000), ROUNDS (3), NAIVE_READINGS (100000), OUTLETS (10000 publishing), REGISTERED
+# (100000 registered), LIVE_SECONDS (20), WARM_SECONDS (3), LIVE_LOW_RATE (10000), DRAIN_TIMEOUT (per drain: 600 s, or READINGS / 5000 s when longer), CONFIG (release),
 # BENCH_DAEMON (another outletd binary to run as the daemon, e.g. an older build; the simulator stays
 # this tree's), SOAK_SECONDS (600), SOAK_RATE (1000). Any outletd setting through its environment.
 set -euo pipefail
@@ -35,6 +38,7 @@ readings=${READINGS:-1000000}
 naive_readings=${NAIVE_READINGS:-100000}
 outlets=${OUTLETS:-10000}
 registered=${REGISTERED:-100000}
+rounds=${ROUNDS:-3}
 live_seconds=${LIVE_SECONDS:-20}
 warm=${WARM_SECONDS:-3}
 # Long enough for the slowest batched drain (the Python peer, ~16,000/s on a busy machine): 600 s, or
@@ -45,6 +49,7 @@ soak=0
 soak_seconds=${SOAK_SECONDS:-600}
 soak_rate=${SOAK_RATE:-1000}
 [ "${1:-}" = --soak ] && soak=1
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench: ROUNDS must be a whole number of 1 or more" >&2; exit 2; }
 (( readings % outlets == 0 && naive_readings % outlets == 0 )) \
     || { echo "bench: READINGS and NAIVE_READINGS must be multiples of OUTLETS ($outlets)" >&2; exit 2; }
 
@@ -111,49 +116,73 @@ cpu_since() {
 per_million() { calc "round($1 / $2 * 1e6, 2)"; }
 
 per_outlet=$(( readings / outlets ))
-echo "== B: mosquitto_sub drains a backlog of $readings" >&2
-mqtt_sub -i bench-b -c -E
-publish "$per_outlet"
-read -ra cpu0 < <(stack_cpu)
-t0=$(now)
-mqtt_sub -i bench-b -c -C "$readings" -W "$drain_timeout" >/dev/null
-B=$(calc "round($readings / ($(now) - $t0))")
-read -r _ b_broker _ b_sub < <(cpu_since "${cpu0[@]}")
-echo "   B = $B/s; CPU-s mosquitto $b_broker, mosquitto_sub $b_sub" >&2
-forget_session bench-b
+# drain_round N: B, outletd and D, one after the other (as close in time as they can be: the machine's
+# speed drifts between its phases, and a ratio compares stages that ran in the same phase). Appends the
+# round's figures to the arrays below.
+rounds_B=() rounds_D=() rounds_H=() rounds_O=() rounds_OH=() rounds_cpu=() rounds_rss=()
+rounds_b_broker=() rounds_b_sub=() rounds_o_broker=() rounds_o_pg=() rounds_d_pg=()
+drain_round() {
+    local round=$1 B O D H cpu rss_kib cpu_per_million b_broker b_sub o_broker o_pg d_pg base t0
+    local -a cpu0
+    echo "== round $round of $rounds. B: mosquitto_sub drains a backlog of $readings" >&2
+    mqtt_sub -i bench-b -c -E
+    publish "$per_outlet"
+    read -ra cpu0 < <(stack_cpu)
+    t0=$(now)
+    mqtt_sub -i bench-b -c -C "$readings" -W "$drain_timeout" >/dev/null
+    B=$(calc "round($readings / ($(now) - $t0))")
+    read -r _ b_broker _ b_sub < <(cpu_since "${cpu0[@]}")
+    echo "   B = $B/s; CPU-s mosquitto $b_broker, mosquitto_sub $b_sub" >&2
+    forget_session bench-b
 
-echo "== outletd drains a backlog of $readings" >&2
-start_outletd
-wait_subscribed
-stop_outletd
-publish "$per_outlet"
-base=$(inserted)
-outletd_pid=
-read -ra cpu0 < <(stack_cpu)
-t0=$(now)
-start_outletd
-wait_rows "$readings" "$base"
-read -r _ o_broker o_pg _ < <(cpu_since "${cpu0[@]}")
-cpu=$(cpu_ticks "$outletd_pid")
-rss_kib=$(awk '/VmHWM/ {print $2}' "/proc/$outletd_pid/status")
-O=$(drain_rate "$t0" "$readings")
-cpu_per_million=$(calc "round($cpu / $(getconf CLK_TCK) / $readings * 1e6, 2)")
-echo "   outletd: $O/s, $cpu_per_million CPU-s per million, peak RSS $rss_kib KiB;" \
-     "CPU-s mosquitto $o_broker, PostgreSQL $o_pg" >&2
+    echo "== round $round of $rounds. outletd drains a backlog of $readings" >&2
+    start_outletd
+    wait_subscribed
+    stop_outletd
+    publish "$per_outlet"
+    base=$(inserted)
+    outletd_pid=
+    read -ra cpu0 < <(stack_cpu)
+    t0=$(now)
+    start_outletd
+    wait_rows "$readings" "$base"
+    read -r _ o_broker o_pg _ < <(cpu_since "${cpu0[@]}")
+    cpu=$(cpu_ticks "$outletd_pid")
+    rss_kib=$(awk '/VmHWM/ {print $2}' "/proc/$outletd_pid/status")
+    O=$(drain_rate "$t0" "$readings")
+    cpu_per_million=$(calc "round($cpu / $(getconf CLK_TCK) / $readings * 1e6, 2)")
+    echo "   outletd: $O/s, $cpu_per_million CPU-s per million, peak RSS $rss_kib KiB;" \
+         "CPU-s mosquitto $o_broker, PostgreSQL $o_pg" >&2
 
-echo "== D: one COPY of outletd's $readings rows into samples" >&2
-sql "\\copy (SELECT * FROM samples) TO '$dir/rows.copy'"
-stop_outletd
-empty_tables
-read -ra cpu0 < <(stack_cpu)
-t0=$(now)
-psql "$db" -X -q -v ON_ERROR_STOP=1 -c "\\copy samples FROM '$dir/rows.copy'"
-D=$(calc "round($readings / ($(now) - $t0))")
-read -r _ _ d_pg _ < <(cpu_since "${cpu0[@]}")
-echo "   D = $D/s; CPU-s PostgreSQL $d_pg" >&2
-rm -f "$dir/rows.copy"
-empty_tables
-H=$(calc "round(1 / (1 / $B + 1 / $D))")
+    echo "== round $round of $rounds. D: one COPY of outletd's $readings rows into samples" >&2
+    sql "\\copy (SELECT * FROM samples) TO '$dir/rows.copy'"
+    stop_outletd
+    # (Else its session would queue the next round's backlogs.)
+    forget_session bench
+    empty_tables
+    read -ra cpu0 < <(stack_cpu)
+    t0=$(now)
+    psql "$db" -X -q -v ON_ERROR_STOP=1 -c "\\copy samples FROM '$dir/rows.copy'"
+    D=$(calc "round($readings / ($(now) - $t0))")
+    read -r _ _ d_pg _ < <(cpu_since "${cpu0[@]}")
+    echo "   D = $D/s; CPU-s PostgreSQL $d_pg" >&2
+    rm -f "$dir/rows.copy"
+    empty_tables
+    H=$(calc "round(1 / (1 / $B + 1 / $D))")
+    rounds_B+=("$B") rounds_D+=("$D") rounds_H+=("$H") rounds_O+=("$O") rounds_OH+=("$(calc "round($O / $H, 2)")")
+    rounds_cpu+=("$cpu_per_million") rounds_rss+=("$rss_kib")
+    rounds_b_broker+=("$b_broker") rounds_b_sub+=("$b_sub") rounds_o_broker+=("$o_broker") rounds_o_pg+=("$o_pg")
+    rounds_d_pg+=("$d_pg")
+}
+# median VALUE…: the middle value (of an even count, the mean of the two middle ones).
+median() { calc "__import__('statistics').median([$(IFS=,; echo "$*")])"; }
+for (( r = 1; r <= rounds; r++ )); do drain_round "$r"; done
+B=$(median "${rounds_B[@]}") D=$(median "${rounds_D[@]}") H=$(median "${rounds_H[@]}") O=$(median "${rounds_O[@]}")
+cpu_per_million=$(median "${rounds_cpu[@]}")
+rss_kib=$(calc "max([$(IFS=,; echo "${rounds_rss[*]}")])")
+b_broker=$(median "${rounds_b_broker[@]}") b_sub=$(median "${rounds_b_sub[@]}")
+o_broker=$(median "${rounds_o_broker[@]}") o_pg=$(median "${rounds_o_pg[@]}") d_pg=$(median "${rounds_d_pg[@]}")
+B=$(calc "round($B)") D=$(calc "round($D)") H=$(calc "round($H)") O=$(calc "round($O)")
 
 half=$(( H / 2 ))
 # live RATE: outletd running, the simulator publishing RATE readings/s for LIVE_SECONDS. Sets `result`
@@ -233,8 +262,14 @@ row "outletd drains the backlog (rollups on)" "$O" "$readings readings, from pro
 row "python batched COPY drains the backlog" "$PB" ""
 row "python one INSERT per message" "$P1" "$naive_readings readings"
 echo
-row "" "measured" "target"
-row "outletd / H" "$(ratio "$O" "$H")" "≥ 0.9"
+row "round: B / D / H / outletd (readings/s)" "outletd / H" "CPU-s per million, peak RSS KiB"
+for (( r = 0; r < rounds; r++ )); do
+    row "$(( r + 1 )): ${rounds_B[r]} / ${rounds_D[r]} / ${rounds_H[r]} / ${rounds_O[r]}" "${rounds_OH[r]}" \
+        "${rounds_cpu[r]}, ${rounds_rss[r]}"
+done
+echo
+row "(B, D, H, outletd, ratios and CPU: medians of the rounds; RSS: the highest)" "measured" "target"
+row "outletd / H" "$(median "${rounds_OH[@]}")" "≥ 0.9"
 row "outletd / python batched" "$(ratio "$O" "$PB")" "≥ 2.3"
 row "outletd / python one INSERT" "$(ratio "$O" "$P1")" "≥ 20"
 row "outletd CPU-seconds per million readings" "$cpu_per_million" "≤ 5"
