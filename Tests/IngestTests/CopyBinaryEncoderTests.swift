@@ -35,6 +35,25 @@ import Testing
         #expect(encoder.bytes == expected)
     }
 
+    /// Fields are stored into room the encoder makes ahead: past any room reserved, it grows, and what it
+    /// hands over is exactly what was encoded, not the room after it.
+    @Test(arguments: [0, 1, 13, 4_096])
+    func growsPastItsRoomAndHandsOverExactlyWhatItEncoded(reserved: Int) {
+        var encoder = CopyBinaryEncoder()
+        encoder.reserveCapacity(reserved)
+        var expected: [UInt8] = []
+        for value in Int64(0)..<500 {
+            encoder.int64(value * 0x0102_0304)
+            expected += [0, 0, 0, 8] + withUnsafeBytes(of: (value * 0x0102_0304).bigEndian, Array.init)
+        }
+        #expect(encoder.count == expected.count)
+        #expect(encoder.bytes == expected)
+        #expect(encoder.take() == expected)
+        #expect(encoder.count == 0 && encoder.bytes.isEmpty)
+        encoder.int32(7)
+        #expect(encoder.take() == [0, 0, 0, 4, 0, 0, 0, 7])
+    }
+
     @Test(arguments: [
         (0.0, Int64(0)),
         (1_800_000_000.123456, Int64(1_800_000_000_123_456)),
