@@ -42,10 +42,10 @@ let package = Package(
         // CRC-32C with the processor's instruction, for the spool's checksums.
         .target(name: "CCRC32C"),
         // Buffered reads of the MQTT socket beneath libmosquitto (the header says how and why).
-        .target(name: "CSocketReads", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CSocketBuffers", linkerSettings: [.linkedLibrary("dl")]),
 
         // Swift faces of the C libraries.
-        .target(name: "MQTT", dependencies: ["CMosquitto", "CSocketReads"]),
+        .target(name: "MQTT", dependencies: ["CMosquitto", "CSocketBuffers"]),
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
 
         // The domain: pure, I/O-free.
@@ -152,7 +152,7 @@ let package = Package(
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"]),
-        .testTarget(name: "MQTTTests", dependencies: ["CSocketReads", "MQTT", "TestSupport"]),
+        .testTarget(name: "MQTTTests", dependencies: ["CSocketBuffers", "MQTT", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(
             name: "IngestTests",

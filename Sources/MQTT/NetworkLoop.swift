@@ -1,5 +1,5 @@
 import CMosquitto
-import CSocketReads
+import CSocketBuffers
 import Dispatch
 import Foundation
 
@@ -14,10 +14,10 @@ import Foundation
 /// wake-up byte from an internal socket pair for every packet queued meanwhile, and writes each PUBACK as its
 /// own TCP segment. Draining a backlog, that made about nine system calls and one loopback transmission per
 /// reading, most of outletd's CPU (docs/PERFORMANCE.md, "Profile"). This loop reads every packet the socket
-/// holds (up to ``burst``), then writes what the burst queued (its PUBACKs) with the socket corked, so they
-/// leave in as few segments as fit, then polls again. While the socket refuses PUBACKs (its send buffer is
-/// full), it reads nothing more until they are written: the broker's pace of reading acknowledgements bounds
-/// how many wait in memory.
+/// holds (up to ``burst``), then writes what the burst queued (its PUBACKs) with one write(2) (gathered
+/// beneath libmosquitto, `CSocketBuffers`), then polls again. While the socket refuses PUBACKs (its send
+/// buffer is full), it reads nothing more until they are written: the broker's pace of reading
+/// acknowledgements bounds how many wait in memory.
 ///
 /// Delivery is unchanged. The client is in `mosquitto_threaded_set` mode, where libmosquitto only *queues* a
 /// QoS 1 message's PUBACK (it does so before calling the message callback); this loop writes queued packets
@@ -77,18 +77,35 @@ final class NetworkLoop: Sendable {
     }
 
     private func run() {
-        defer { outletd_socket_reads_forget() }
+        defer {
+            outletd_socket_reads_forget()
+            outletd_socket_writes_forget()
+        }
         var attempts = 0
         var connections = state.withLock { $0.connections }
         var stopDeadline: ContinuousClock.Instant?
         var writeBacklogged = false
+        var trackedSocket: Int32 = -1
         while true {
             if stopDeadline == nil && isStopping { stopDeadline = .now + Self.stopFlushTimeout }
             let socket = mosquitto_socket(handle.pointer)
-            // libmosquitto's reads of the socket come from a buffer (CSocketReads): a few read(2) calls per
-            // burst instead of three or four per packet. Forgotten with the connection, before its
-            // descriptor can be reused.
-            if socket >= 0 { outletd_socket_reads_track(socket) } else { outletd_socket_reads_forget() }
+            // libmosquitto's reads of the socket come from a buffer, and its writes are gathered (CSocketBuffers):
+            // a few read(2) calls per burst instead of three or four per packet, one write(2) per burst instead
+            // of one per PUBACK. Forgotten with the connection, before its descriptor can be reused.
+            if socket >= 0 {
+                outletd_socket_reads_track(socket)
+                outletd_socket_writes_track(socket)
+                if socket != trackedSocket {
+                    // Its wake-up writes, one per PUBACK, are dropped: nothing reads them (CSocketBuffers).
+                    trackedSocket = socket
+                    outletd_socket_writes_drop_wakeups(
+                        outletd_mosquitto_wakeup_descriptor(UnsafeRawPointer(handle.pointer), socket))
+                }
+            } else {
+                trackedSocket = -1
+                outletd_socket_reads_forget()
+                outletd_socket_writes_forget()
+            }
             guard socket >= 0 else {
                 if stopDeadline != nil { return }
                 // Not connected (the broker went away, or was not there at start): wait, then try again.
@@ -112,12 +129,12 @@ final class NetworkLoop: Sendable {
                 _ = mosquitto_reconnect(handle.pointer)
                 continue
             }
-            if let stopDeadline, !mosquitto_want_write(handle.pointer) || .now >= stopDeadline { return }
+            if let stopDeadline, !hasWritesWaiting || .now >= stopDeadline { return }
             // PUBACKs the socket did not take at the last write (the broker reads them slower than it sends):
             // nothing more is read until they are written, or libmosquitto's queue of them grows without
             // bound (250,000 queued, 20 MB, draining a backlog: docs/PERFORMANCE.md, "No reading while PUBACKs
             // wait").
-            let acknowledging = writeBacklogged && mosquitto_want_write(handle.pointer)
+            let acknowledging = writeBacklogged && hasWritesWaiting
             // Bytes already buffered are read first: the socket may hold nothing more.
             guard
                 let events = acknowledging
@@ -128,18 +145,15 @@ final class NetworkLoop: Sendable {
             }
             // Readable, closed, failed, or writable (a TLS handshake in progress continues in the read call).
             let reads = acknowledging ? events & Int16(POLLERR | POLLHUP) != 0 : events != 0
-            let handled = reads ? readBurst() : 0
+            if reads { readBurst() }
             // Before any PUBACK of this read is written.
             if reads, let onReadEnd = state.onReadEnd { onReadEnd() }
             guard mosquitto_socket(handle.pointer) >= 0 else { continue }
-            if mosquitto_want_write(handle.pointer) {
-                write(socket: socket, corked: handled > 1)
-            }
+            if hasWritesWaiting { write() }
             // Still queued after the write: the socket's send buffer is full. (Not while connecting: a TLS
             // handshake may want to write and continue only in the read call.)
             writeBacklogged =
-                mosquitto_want_write(handle.pointer) && mosquitto_socket(handle.pointer) >= 0
-                && state.withLock { $0.isConnected }
+                hasWritesWaiting && mosquitto_socket(handle.pointer) >= 0 && state.withLock { $0.isConnected }
             if mosquitto_socket(handle.pointer) >= 0 {
                 // Keepalive: PINGREQ when due, and a connection whose PINGRESP is overdue is closed.
                 _ = mosquitto_loop_misc(handle.pointer)
@@ -154,7 +168,7 @@ final class NetworkLoop: Sendable {
         var descriptors = [
             pollfd(
                 fd: socket,
-                events: (reading ? Int16(POLLIN) : 0) | (mosquitto_want_write(handle.pointer) ? Int16(POLLOUT) : 0),
+                events: (reading ? Int16(POLLIN) : 0) | (hasWritesWaiting ? Int16(POLLOUT) : 0),
                 revents: 0),
             pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
         ]
@@ -164,13 +178,13 @@ final class NetworkLoop: Sendable {
     }
 
     /// Reads and handles incoming packets until a read handles none (the socket ran dry, or holds only part
-    /// of a packet) or ``burst`` were handled; returns how many were. A lost connection is closed and
+    /// of a packet) or ``burst`` were handled. A lost connection is closed and
     /// reported by libmosquitto itself (the disconnect callback), which leaves `mosquitto_socket` at -1.
     ///
     /// "Handled" is counted as messages delivered plus publishes acknowledged, not by `errno`: libmosquitto
     /// leaves EAGAIN there from its internal wake-up write whenever that socket pair is full, which is most
     /// of the time here since nothing reads it. Any other packet (PINGRESP, SUBACK…) only ends a burst early.
-    private func readBurst() -> Int {
+    private func readBurst() {
         var handled = 0
         var before = packetsHandled
         while handled < Self.burst {
@@ -182,23 +196,25 @@ final class NetworkLoop: Sendable {
             handled += 1
             before = after
         }
-        return handled
     }
 
     private var packetsHandled: UInt64 {
         state.withLock { $0.receivedCount &+ $0.acknowledgedCount }
     }
 
-    /// Writes what is queued. Corked, the kernel sends the burst's PUBACKs in as few segments as fit.
-    private func write(socket: Int32, corked: Bool) {
-        if corked { setCork(socket, on: true) }
-        _ = mosquitto_loop_write(handle.pointer, 1)
-        if corked, mosquitto_socket(handle.pointer) == socket { setCork(socket, on: false) }
+    /// Whether anything waits to be written: packets libmosquitto queued, or bytes gathered that the socket
+    /// did not take yet.
+    private var hasWritesWaiting: Bool {
+        mosquitto_want_write(handle.pointer) || outletd_socket_writes_pending() > 0
     }
 
-    private func setCork(_ socket: Int32, on: Bool) {
-        var value: Int32 = on ? 1 : 0
-        _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_CORK, &value, socklen_t(MemoryLayout<Int32>.size))
+    /// Writes what is queued: libmosquitto's packets are gathered, then sent with one write(2) (more only if the
+    /// socket takes part of them). A failed socket is libmosquitto's to notice, at its next read.
+    private func write() {
+        outletd_socket_writes_gather_begin()
+        _ = mosquitto_loop_write(handle.pointer, 1)
+        outletd_socket_writes_gather_end()
+        _ = outletd_socket_writes_flush()
     }
 
     private func drainWake() {

@@ -1,4 +1,4 @@
-import CSocketReads
+import CSocketBuffers
 import Foundation
 import Synchronization
 import Testing
@@ -7,7 +7,7 @@ import Testing
     import Glibc
 #endif
 
-/// The buffered socket reads beneath libmosquitto (CSocketReads): what libmosquitto reads is exactly what
+/// The buffered socket reads beneath libmosquitto (CSocketBuffers): what libmosquitto reads is exactly what
 /// the socket delivered, in order, nothing held back, and no other descriptor or thread is affected. Each
 /// test is synchronous, so it runs on one thread from its start to its end: the tracking is per thread.
 @Suite(.serialized) struct SocketReadsTests {

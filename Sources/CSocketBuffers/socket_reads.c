@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "CSocketReads.h"
+#include "CSocketBuffers.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
