@@ -1,12 +1,13 @@
 import CMosquitto
 import Foundation
+import Synchronization
 
 /// Everything about one ``MQTTClient`` that changes while it runs: lifecycle phase, connection flag,
 /// subscriptions, waiters, counters and event subscribers. It is also the object libmosquitto's callbacks
 /// receive as `obj` (see `MQTTClient+Callbacks.swift`).
 ///
 /// `@unchecked Sendable` because every mutable stored property lives in ``State`` and is only touched
-/// inside ``withLock(_:)`` (or the condition waits), which hold `condition`'s mutex. Continuations are
+/// inside ``withLock(_:)`` (or the condition waits), which hold `condition`'s mutex, or is an atomic counter. Continuations are
 /// resumed and callbacks called *after* the lock is released, so user code never runs under it.
 final class ClientState: @unchecked Sendable {
     enum Phase: Equatable {
@@ -39,7 +40,6 @@ final class ClientState: @unchecked Sendable {
         /// While a thread waits in ``waitUntilAcknowledged(atLeast:deadline:)``: the count it waits for (the
         /// acknowledgement that reaches it wakes the waiters; no other acknowledgement pays for a wake-up).
         var acknowledgementTarget: UInt64 = .max
-        var receivedCount: UInt64 = 0
         var onAcknowledged: (@Sendable (Int32) -> Void)?
         var lastConnectionError: MQTTError?
         /// Set when `on_connect` reported a refused CONNACK, so the `on_disconnect` that follows does not
@@ -54,6 +54,10 @@ final class ClientState: @unchecked Sendable {
     /// Serialises `start()` and `stop()`; held across libmosquitto calls that may block (connect, join),
     /// never taken by the network thread.
     let lifecycleLock = NSLock()
+    /// Messages handed to `onMessage`. Counted by the network thread for every message, so without the lock.
+    let receivedCount = Atomic<UInt64>(0)
+    /// Messages delivered plus publishes acknowledged: how the network loop tells whether a read handled a packet.
+    let packetsHandled = Atomic<UInt64>(0)
     private let condition = NSCondition()
     private var state = State()
 

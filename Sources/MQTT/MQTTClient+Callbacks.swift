@@ -127,6 +127,7 @@ extension ClientState {
             }
             return (nil, callback)
         }
+        if succeeded { packetsHandled.add(1, ordering: .relaxed) }
         if reachedTarget { withLockBroadcasting { _ in } }
         callback?(mid)
         waiter?.resume(returning: Self.acknowledgementResult(mid: mid, reasonCode: reasonCode))
@@ -138,7 +139,8 @@ extension ClientState {
         if let bytes = message.payload, message.payloadlen > 0 {
             payload = Array(UnsafeRawBufferPointer(start: bytes, count: Int(message.payloadlen)))
         }
-        withLock { $0.receivedCount &+= 1 }
+        receivedCount.add(1, ordering: .relaxed)
+        packetsHandled.add(1, ordering: .relaxed)
         // The PUBACK of a QoS 1 message is at most queued at this point: this thread writes it to the socket
         // after the callback returns, so whatever `onMessage` stores survives a crash of the process
         // (proven by `pubackIsSentOnlyAfterOnMessageReturns`).

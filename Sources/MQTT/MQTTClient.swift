@@ -430,7 +430,7 @@ public final class MQTTClient: Sendable {
 
     /// Messages handed to `onMessage`.
     public var receivedCount: UInt64 {
-        state.withLock { $0.receivedCount }
+        state.receivedCount.load(ordering: .relaxed)
     }
 
     /// Called on the network thread with the mid of each successfully acknowledged publish, for

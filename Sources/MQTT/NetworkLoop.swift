@@ -199,7 +199,7 @@ final class NetworkLoop: Sendable {
     }
 
     private var packetsHandled: UInt64 {
-        state.withLock { $0.receivedCount &+ $0.acknowledgedCount }
+        state.packetsHandled.load(ordering: .relaxed)
     }
 
     /// Whether anything waits to be written: packets libmosquitto queued, or bytes gathered that the socket
