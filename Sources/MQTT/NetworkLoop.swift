@@ -178,12 +178,12 @@ final class NetworkLoop: Sendable {
     }
 
     /// Reads and handles incoming packets until a read handles none (the socket ran dry, or holds only part
-    /// of a packet) or ``burst`` were handled. A lost connection is closed and
-    /// reported by libmosquitto itself (the disconnect callback), which leaves `mosquitto_socket` at -1.
+    /// of a packet) or ``burst`` were handled. A lost connection is closed and reported by libmosquitto
+    /// itself (the disconnect callback), which leaves `mosquitto_socket` at -1.
     ///
-    /// "Handled" is counted as messages delivered plus publishes acknowledged, not by `errno`: libmosquitto
-    /// leaves EAGAIN there from its internal wake-up write whenever that socket pair is full, which is most
-    /// of the time here since nothing reads it. Any other packet (PINGRESP, SUBACK…) only ends a burst early.
+    /// "Handled" is counted as messages delivered plus publishes acknowledged, not by `errno`, which
+    /// libmosquitto's internal calls may leave set on success. Any other packet (PINGRESP, SUBACK…) only ends
+    /// a burst early.
     private func readBurst() {
         var handled = 0
         var before = packetsHandled
