@@ -6,8 +6,10 @@ enum WriteSQL {
     static let addTotals = ###"""
         -- Adds what the batch really inserted (`outletd_inserted_devices`) to each outlet's running totals. The writer
         -- holds the outlets' rollup locks (lock_inserted.sql) already: two writers never update the same rows in another
-        -- order. An outlet with totals gets them updated (a join, cheaper than the upsert's speculative insert for each
-        -- row); the others are inserted, and one that another writer inserted meanwhile is added to all the same.
+        -- order, and no other writer inserts an outlet's totals meanwhile (every writer of totals takes those locks
+        -- first, and this statement sees what committed before it got them). An outlet with totals gets them updated (a
+        -- join, cheaper than an upsert's speculative insert for each row); the others are inserted. Should one be there
+        -- after all, the insert fails on the key and the writer writes the batch again: the update then finds it.
         WITH updated AS (
             UPDATE device_power_totals AS t SET
                 sample_count = t.sample_count + i.sample_count,
@@ -23,22 +25,12 @@ enum WriteSQL {
             WHERE t.device_id = i.device_id
             RETURNING t.device_id
         )
-        INSERT INTO device_power_totals AS t (device_id, sample_count, power_sum_watts, peak_power_watts, peak_at,
-                                              first_measured_at, last_measured_at)
+        INSERT INTO device_power_totals (device_id, sample_count, power_sum_watts, peak_power_watts, peak_at,
+                                         first_measured_at, last_measured_at)
         SELECT device_id, sample_count, power_sum_watts, peak_power_watts, peak_at, first_measured_at, last_measured_at
         FROM outletd_inserted_devices i
         WHERE NOT EXISTS (SELECT FROM updated u WHERE u.device_id = i.device_id)
         ORDER BY device_id
-        ON CONFLICT (device_id) DO UPDATE SET
-            sample_count = t.sample_count + excluded.sample_count,
-            power_sum_watts = t.power_sum_watts + excluded.power_sum_watts,
-            peak_power_watts = GREATEST(t.peak_power_watts, excluded.peak_power_watts),
-            peak_at = CASE
-                WHEN excluded.peak_power_watts > t.peak_power_watts
-                  OR (excluded.peak_power_watts = t.peak_power_watts AND excluded.peak_at < t.peak_at)
-                THEN excluded.peak_at ELSE t.peak_at END,
-            first_measured_at = LEAST(t.first_measured_at, excluded.first_measured_at),
-            last_measured_at = GREATEST(t.last_measured_at, excluded.last_measured_at)
         """###
 
     static let copyChains = ###"""
