@@ -7,8 +7,8 @@ import Synchronization
 /// receive as `obj` (see `MQTTClient+Callbacks.swift`).
 ///
 /// `@unchecked Sendable` because every mutable stored property lives in ``State`` and is only touched
-/// inside ``withLock(_:)`` (or the condition waits), which hold `condition`'s mutex, or is an atomic counter. Continuations are
-/// resumed and callbacks called *after* the lock is released, so user code never runs under it.
+/// inside ``withLock(_:)`` (or the condition waits), which hold `condition`'s mutex, or is an atomic counter.
+/// Continuations are resumed and callbacks called *after* the lock is released, so user code never runs under it.
 final class ClientState: @unchecked Sendable {
     enum Phase: Equatable {
         case idle

@@ -77,10 +77,7 @@ final class NetworkLoop: Sendable {
     }
 
     private func run() {
-        defer {
-            outletd_socket_reads_forget()
-            outletd_socket_writes_forget()
-        }
+        defer { forgetSocket() }
         var attempts = 0
         var connections = state.withLock { $0.connections }
         var stopDeadline: ContinuousClock.Instant?
@@ -92,19 +89,9 @@ final class NetworkLoop: Sendable {
             // libmosquitto's reads of the socket come from a buffer, and its writes are gathered (CSocketBuffers):
             // a few read(2) calls per burst instead of three or four per packet, one write(2) per burst instead
             // of one per PUBACK. Forgotten with the connection, before its descriptor can be reused.
-            if socket >= 0 {
-                outletd_socket_reads_track(socket)
-                outletd_socket_writes_track(socket)
-                if socket != trackedSocket {
-                    // Its wake-up writes, one per PUBACK, are dropped: nothing reads them (CSocketBuffers).
-                    trackedSocket = socket
-                    outletd_socket_writes_drop_wakeups(
-                        outletd_mosquitto_wakeup_descriptor(UnsafeRawPointer(handle.pointer), socket))
-                }
-            } else {
-                trackedSocket = -1
-                outletd_socket_reads_forget()
-                outletd_socket_writes_forget()
+            if socket != trackedSocket {
+                if socket >= 0 { track(socket) } else { forgetSocket() }
+                trackedSocket = socket
             }
             guard socket >= 0 else {
                 if stopDeadline != nil { return }
@@ -200,6 +187,22 @@ final class NetworkLoop: Sendable {
 
     private var packetsHandled: UInt64 {
         state.packetsHandled.load(ordering: .relaxed)
+    }
+
+    /// Reads of `socket` buffered, its writes gathered, and libmosquitto's wake-up writes dropped: nothing reads
+    /// them (CSocketBuffers).
+    private func track(_ socket: Int32) {
+        outletd_socket_reads_track(socket)
+        outletd_socket_writes_track(socket)
+        outletd_socket_writes_drop_wakeups(
+            outletd_mosquitto_wakeup_descriptor(UnsafeRawPointer(handle.pointer), socket))
+    }
+
+    /// What is buffered or gathered for the connection that went away is dropped, before its descriptor can be
+    /// reused.
+    private func forgetSocket() {
+        outletd_socket_reads_forget()
+        outletd_socket_writes_forget()
     }
 
     /// Whether anything waits to be written: packets libmosquitto queued, or bytes gathered that the socket

@@ -40,7 +40,7 @@ import Testing
     @Test(arguments: [0, 1, 13, 4_096])
     func growsPastItsRoomAndHandsOverExactlyWhatItEncoded(reserved: Int) {
         var encoder = CopyBinaryEncoder()
-        encoder.reserveCapacity(reserved)
+        encoder.makeRoom(forTotal: reserved)
         var expected: [UInt8] = []
         for value in Int64(0)..<500 {
             encoder.int64(value * 0x0102_0304)

@@ -66,7 +66,7 @@ long outletd_socket_writes_flush(void);
 /// Bytes gathered on the calling thread and not yet written to the socket.
 size_t outletd_socket_writes_pending(void);
 
-/// How many write(2) calls sent gathered bytes since the calling thread began tracking.
+/// How many write(2) calls were made to send gathered bytes since the calling thread began tracking.
 unsigned long long outletd_socket_writes_flushes(void);
 
 // ---- libmosquitto's wake-up writes (socket_writes.c) ----

@@ -32,9 +32,9 @@ struct CopyBinaryEncoder {
         return storage
     }
 
-    /// Makes room for `capacity` bytes in all.
-    mutating func reserveCapacity(_ capacity: Int) {
-        if capacity > storage.count { storage.append(contentsOf: repeatElement(0, count: capacity - storage.count)) }
+    /// Makes room for `total` bytes in all (encoded ones included).
+    mutating func makeRoom(forTotal total: Int) {
+        if total > storage.count { storage.append(contentsOf: repeatElement(0, count: total - storage.count)) }
     }
 
     /// The signature, flags and header extension length that open the data.
@@ -122,7 +122,7 @@ struct CopyBinaryEncoder {
 
     @inline(never)
     private mutating func grow(toHold needed: Int) {
-        reserveCapacity(Swift.max(needed, 2 * storage.count, 64))
+        makeRoom(forTotal: Swift.max(needed, 2 * storage.count, 64))
     }
 
     /// Microseconds since the Unix epoch, saturating (a device may claim any date).
@@ -162,7 +162,7 @@ struct CopyBinaryChunks<Row> {
             let firstStart = encoder.count
             add(first, to: &encoder)
             // The chunk's other rows are about as long as its first; 2 bytes for the trailer.
-            encoder.reserveCapacity(encoder.count + (encoder.count - firstStart) * (chunk.count - 1) + 2)
+            encoder.makeRoom(forTotal: encoder.count + (encoder.count - firstStart) * (chunk.count - 1) + 2)
         }
         for row in chunk.dropFirst() { add(row, to: &encoder) }
         if rows.isEmpty {
