@@ -293,6 +293,19 @@ extension ConfigurationKey {
         .double(
             "app.session_lifetime_hours", \.app.sessionLifetimeHours, 0.01...8_760, "how long an app login lasts, hours"
         ),
+        .bool(
+            "app.claim_requires_key", \.app.claimRequiresKey,
+            "claiming an outlet in the app needs the claim key on its label (false: the code alone)"),
+        ConfigurationKey(
+            path: "app.trusted_proxies",
+            summary: "reverse proxies (comma-separated addresses or CIDRs) whose X-Forwarded-For the app believes",
+            apply: { configuration, text throws(ConfigurationKeyError) in
+                configuration.app.trustedProxies = try IPNetwork.list(text)
+            },
+            render: { configuration in configuration.app.trustedProxies.map(\.description).joined(separator: ",") }),
+        .int(
+            "app.password_hash_threads", \.app.passwordHashThreads, 1...16,
+            "threads that check passwords (bcrypt), apart from the database's"),
         .choice("logging.format", \.logging.format, ["text", "json"], "text for people, json for log collectors"),
     ]
 }

@@ -221,6 +221,17 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var listen = ""
         /// How long a login lasts, hours.
         public var sessionLifetimeHours = 168.0
+        /// Whether claiming an outlet needs the claim key on its label besides its code. Only fleets whose codes
+        /// are themselves secret should turn it off (docs/SECURITY.md).
+        public var claimRequiresKey = true
+        /// Reverse proxies whose `X-Forwarded-For` is believed; the client is the rightmost address in it that is
+        /// not one of them. Empty (the default): the header is ignored, the client is the connection's peer.
+        public var trustedProxies: [IPNetwork] = []
+        /// Threads that check passwords (bcrypt), apart from the database's; a login beyond what they and their
+        /// short queue hold is answered 503 at once.
+        public var passwordHashThreads = 1
+
+        public init() {}
     }
 
     /// Switching outlets on and off (see docs/COMMANDS.md).

@@ -199,7 +199,9 @@ public final class IngestService: Service, Sendable {
         // The owners' app (app.listen): after the relay it hands switch requests to, stopped before it.
         if !configuration.app.listen.isEmpty {
             services.append(
-                try OwnerAppServer(listen: configuration.app.listen, configuration: configuration, logger: logger))
+                try OwnerAppServer(
+                    listen: configuration.app.listen, configuration: configuration, logger: logger,
+                    metricsFactory: metrics.factory))
         }
         services.append(intake)
         let group = ServiceGroup(

@@ -8,25 +8,59 @@ import Telemetry
 /// The owner's JSON API, `/api/v1` (openapi/outletd-app.yaml describes it). Every route but login sits behind
 /// ``BearerTokenAuthenticator`` and `IsAuthenticatedMiddleware`, and every query it runs is keyed by the caller's
 /// user id (``OwnerStore``): another owner's outlet or command is a 404, exactly like one that does not exist.
+/// docs/SECURITY.md says what each defence is and which test proves it.
 public struct OwnerAPI: Sendable {
-    /// Login rate limit: failed logins counted over this window, seconds.
-    public var loginWindowSeconds = 900.0
-    /// At most this many failed logins per user name in the window; then 429 until the window moves on.
-    public var maxFailuresPerUser = 5
-    /// At most this many failed logins per client address in the window.
-    public var maxFailuresPerAddress = 20
-    /// How long a session lasts, seconds.
-    public var sessionLifetimeSeconds: Double
+    /// The API's rules: sessions, claims and the rate limits.
+    public struct Settings: Sendable {
+        /// How long a session lasts, seconds.
+        public var sessionLifetimeSeconds: Double
+        /// Whether a claim needs the outlet's claim key (`app.claim_requires_key`).
+        public var claimRequiresKey = true
+        /// Failed logins are counted over this window, seconds.
+        public var loginWindowSeconds = 900.0
+        /// The login limits (``OwnerAPI/login(_:context:)``).
+        public var loginLimits = LoginLimits()
+        /// Failed claims are counted over this window, seconds.
+        public var claimWindowSeconds = 900.0
+        /// At most this many failed claims per owner in the window; then 429.
+        public var maxClaimFailuresPerOwner = 10
+        /// At most this many failed claims per client address in the window, whoever is logged in.
+        public var maxClaimFailuresPerAddress = 30
+
+        public init(sessionLifetimeSeconds: Double, claimRequiresKey: Bool = true) {
+            self.sessionLifetimeSeconds = sessionLifetimeSeconds
+            self.claimRequiresKey = claimRequiresKey
+        }
+    }
+
+    /// Failed logins allowed in the window, per key (docs/SECURITY.md, "Logins").
+    public struct LoginLimits: Sendable {
+        /// For one name from one address: the owner's own typos, or a stranger's guesses from one place.
+        var userFromAddress = FailureLimiter.Limit(kind: "name and address", maxFailures: 5)
+        /// From one address, whatever the names.
+        var address = FailureLimiter.Limit(kind: "address", maxFailures: 20)
+        /// For one name from every address: a ceiling far above what an owner meets.
+        var user = FailureLimiter.Limit(kind: "name", maxFailures: 100)
+    }
 
     let database: OwnerDatabase
+    let settings: Settings
+    let passwords: PasswordChecker
+    let metrics: AppMetrics
+    let loginLimiter: FailureLimiter
+    let claimLimiter: FailureLimiter
 
-    public init(database: OwnerDatabase, sessionLifetimeSeconds: Double) {
+    init(database: OwnerDatabase, settings: Settings, passwords: PasswordChecker, metrics: AppMetrics) {
         self.database = database
-        self.sessionLifetimeSeconds = sessionLifetimeSeconds
+        self.settings = settings
+        self.passwords = passwords
+        self.metrics = metrics
+        loginLimiter = FailureLimiter(windowSeconds: settings.loginWindowSeconds)
+        claimLimiter = FailureLimiter(windowSeconds: settings.claimWindowSeconds)
     }
 
     /// Adds the routes to `router`.
-    public func register(on router: Router<OwnerRequestContext>) {
+    func register(on router: Router<OwnerRequestContext>) {
         let api = router.group("api/v1")
         api.post("login", use: login)
         let owner = api.group()
@@ -43,63 +77,6 @@ public struct OwnerAPI: Sendable {
         owner.get("commands/:id", use: showCommand)
     }
 
-    // MARK: Sessions
-
-    @Sendable func login(_ request: Request, context: OwnerRequestContext) async throws -> Response {
-        let body = try await Self.jsonObject(request, context: context)
-        let userName = try Self.string(body, "username", maxLength: 64)
-        let password = try Self.string(body, "password", maxLength: 1_024)
-        let address = context.remoteAddress?.ipAddress ?? "unknown"
-        let api = self
-        let outcome = try await database.run { store -> LoginOutcome in
-            // The attempt counts as failed until the password matched, so that attempts made at the same time
-            // each see the others: together they cannot get past the limit.
-            let attempt = try store.recordLoginFailure(userName: userName, address: address)
-            let failures = try store.loginFailures(
-                userName: userName, address: address, windowSeconds: api.loginWindowSeconds)
-            guard failures.user <= api.maxFailuresPerUser, failures.address <= api.maxFailuresPerAddress else {
-                // Refused unheard: it does not count, or hammering would keep the name locked for ever.
-                try store.forgetLoginFailure(attempt)
-                return .rateLimited
-            }
-            let credentials = try store.credentials(name: userName)
-            // An unknown or disabled user costs the same bcrypt as a wrong password: the answer and its time
-            // tell nothing about which names exist.
-            let matches = PasswordHasher.verify(password, hash: credentials?.passwordHash ?? PasswordHasher.decoy)
-            guard let credentials, matches, !credentials.disabled else { return .refused }
-            try store.clearLoginFailures(userName: userName)
-            let token = SessionToken.make()
-            let expiresAt = try store.createSession(
-                userID: credentials.id, token: token, lifetimeSeconds: api.sessionLifetimeSeconds)
-            return .loggedIn(token: token, expiresAt: expiresAt)
-        }
-        switch outcome {
-        case .rateLimited:
-            throw HTTPError(
-                .tooManyRequests, headers: [.retryAfter: String(Int(loginWindowSeconds))],
-                message: "too many failed logins; try again later")
-        case .refused:
-            throw HTTPError(.unauthorized, message: "wrong user name or password")
-        case .loggedIn(let token, let expiresAt):
-            return JSONOutput.object([
-                ("token", .string(token)), ("expires_at", .string(JSONOutput.timestamp(expiresAt))),
-            ])
-            .response()
-        }
-    }
-
-    enum LoginOutcome: Sendable {
-        case rateLimited
-        case refused
-        case loggedIn(token: String, expiresAt: Date)
-    }
-
-    @Sendable func logout(_ request: Request, context: OwnerRequestContext) async throws -> Response {
-        let token = try context.requireIdentity().token
-        _ = try await database.run { try $0.revokeSession(token: token) }
-        return Response(status: .noContent)
-    }
-
     // MARK: Outlets
 
     @Sendable func listOutlets(_ request: Request, context: OwnerRequestContext) async throws -> Response {
@@ -108,20 +85,67 @@ public struct OwnerAPI: Sendable {
         return JSONOutput.array(outlets.map { .object(Self.members($0)) }).response()
     }
 
+    /// Claims an outlet by its code and the claim key on its label (or `CODE:KEY` in `code`, as a QR code on the
+    /// label carries it). Unknown code, wrong key and someone else's outlet: the same 404. Failed claims are limited
+    /// per owner and per client address (429 with `Retry-After`).
     @Sendable func claimOutlet(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let userID = try context.requireIdentity().session.userID
         let body = try await Self.jsonObject(request, context: context)
-        let code = try Self.string(body, "code", maxLength: DeviceCode.maximumLength)
+        var code = try Self.text(body, "code", OwnerText.Rule(maxScalars: 200, maxBytes: 200, allowsEmpty: false))
+        var keyText = try Self.optionalText(body, "claim_key", OwnerText.Rule(maxScalars: 64, maxBytes: 64))
+        if keyText == nil, let combined = ClaimKey.splitCombined(code) { (code, keyText) = combined }
         guard DeviceCode.isValid(code) else {
+            metrics.claim("invalid")
             throw HTTPError(.badRequest, message: "code: 1–64 of A-Z a-z 0-9 _ -")
         }
-        let name = try Self.string(body, "name", maxLength: Self.nameMaxLength, allowEmpty: false)
-        let description = try Self.optionalString(body, "description", maxLength: Self.descriptionMaxLength) ?? ""
-        guard
-            let outlet = try await database.run({
-                try $0.claim(userID: userID, code: code, name: name, description: description)
-            })
-        else { throw Self.noOutlet(code) }
+        let name = try Self.text(body, "name", Self.nameRule)
+        let description = try Self.optionalText(body, "description", Self.descriptionRule) ?? ""
+        var key: String?
+        if let keyText {
+            guard let normalized = ClaimKey.normalized(keyText) else {
+                metrics.claim("invalid")
+                throw HTTPError(
+                    .badRequest,
+                    message: "claim_key: expected the 12 letters and digits on the label, like K7QF-3MZP-X2CD")
+            }
+            key = normalized
+        } else if settings.claimRequiresKey {
+            metrics.claim("invalid")
+            throw HTTPError(
+                .badRequest, message: "claim_key: required (the key printed on the outlet's label beside its code)")
+        }
+        let reservation = claimLimiter.reserve([
+            (.init(kind: "owner", maxFailures: settings.maxClaimFailuresPerOwner), "owner \(userID)"),
+            (
+                .init(kind: "address", maxFailures: settings.maxClaimFailuresPerAddress),
+                "address \(context.clientAddress)"
+            ),
+        ])
+        guard case .granted(let ticket) = reservation else {
+            metrics.claim("rate_limited")
+            var seconds = 60
+            if case .refused(let retryAfter, _) = reservation { seconds = retryAfter }
+            throw HTTPError(
+                .tooManyRequests, headers: [.retryAfter: String(seconds)],
+                message: "too many failed claims; check the code and key on the label and try again later")
+        }
+        let outlet: OwnedOutlet?
+        let (claimCode, claimKey) = (code, key)
+        do {
+            outlet = try await database.run {
+                try $0.claim(
+                    userID: userID, code: claimCode, claimKey: claimKey, name: name, description: description)
+            }
+        } catch {
+            claimLimiter.forgive(ticket)
+            throw error
+        }
+        guard let outlet else {
+            metrics.claim("not_found")
+            throw Self.noOutlet(code)
+        }
+        claimLimiter.forgive(ticket)
+        metrics.claim("claimed")
         return JSONOutput.object(Self.members(outlet)).response(.created)
     }
 
@@ -157,8 +181,8 @@ public struct OwnerAPI: Sendable {
         let userID = try context.requireIdentity().session.userID
         let code = try Self.code(context)
         let body = try await Self.jsonObject(request, context: context)
-        let name = try Self.optionalString(body, "name", maxLength: Self.nameMaxLength, allowEmpty: false)
-        let description = try Self.optionalString(body, "description", maxLength: Self.descriptionMaxLength)
+        let name = try Self.optionalText(body, "name", Self.nameRule)
+        let description = try Self.optionalText(body, "description", Self.descriptionRule)
         guard
             let outlet = try await database.run({
                 try $0.update(userID: userID, code: code, name: name, description: description)
@@ -177,8 +201,7 @@ public struct OwnerAPI: Sendable {
     @Sendable func hourly(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let userID = try context.requireIdentity().session.userID
         let code = try Self.code(context)
-        let date = request.uri.queryParameters["date"].map(String.init)
-        if let date, !Self.isDate(date) { throw HTTPError(.badRequest, message: "date: expected YYYY-MM-DD") }
+        let date = try Self.date(request, "date")
         guard let day = try await database.run({ try $0.hourly(userID: userID, code: code, date: date) }) else {
             throw Self.noOutlet(code)
         }
@@ -197,7 +220,7 @@ public struct OwnerAPI: Sendable {
         let session = try context.requireIdentity().session
         let code = try Self.code(context)
         let body = try await Self.jsonObject(request, context: context)
-        let text = try Self.string(body, "state", maxLength: 16)
+        let text = try Self.text(body, "state", OwnerText.Rule(maxScalars: 16, maxBytes: 16))
         guard let requested = SwitchRequestValue(rawValue: text) else {
             throw HTTPError(.badRequest, message: "state: must be on, off or toggle")
         }
@@ -210,19 +233,17 @@ public struct OwnerAPI: Sendable {
         return JSONOutput.object(Self.members(command)).response(.accepted)
     }
 
+    /// A command the caller made in the app; any other id is a 404.
     @Sendable func showCommand(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let userID = try context.requireIdentity().session.userID
         let text = context.parameters.get("id") ?? ""
-        guard let id = Int64(text), id > 0,
-            let command = try await database.run({ try $0.command(userID: userID, id: id) })
-        else { throw HTTPError(.notFound, message: "no command \(text)") }
+        guard text.utf8.count <= 19, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let id = Int64(text),
+            id > 0, let command = try await database.run({ try $0.command(userID: userID, id: id) })
+        else { throw HTTPError(.notFound, message: "no such command") }
         return JSONOutput.object(Self.members(command)).response()
     }
 
     // MARK: Shapes
-
-    static let nameMaxLength = 100
-    static let descriptionMaxLength = 500
 
     static func members(_ outlet: OwnedOutlet) -> [(String, JSONOutput)] {
         [
@@ -244,97 +265,5 @@ public struct OwnerAPI: Sendable {
     static func members(_ command: OwnedCommand) -> [(String, JSONOutput)] {
         [("command_id", .integer(command.id)), ("status", .string(command.status.rawValue))]
             + (command.reason.map { [("reason", JSONOutput.string($0))] } ?? [])
-    }
-
-    // MARK: Reading requests
-
-    static func noOutlet(_ code: String) -> HTTPError {
-        HTTPError(.notFound, message: "no outlet \(code)")
-    }
-
-    /// The `{code}` of the path; a code that cannot exist is a 404 like any other unknown one.
-    static func code(_ context: OwnerRequestContext) throws -> String {
-        let code = context.parameters.get("code") ?? ""
-        guard DeviceCode.isValid(code) else { throw noOutlet(code) }
-        return code
-    }
-
-    /// The body as a JSON object, or 400 saying what is wrong with it.
-    static func jsonObject(_ request: Request, context: OwnerRequestContext) async throws -> [String: JSONValue] {
-        var request = request
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.collectBody(upTo: context.maxUploadSize)
-        } catch {
-            throw HTTPError(.contentTooLarge, message: "body: larger than \(context.maxUploadSize) bytes")
-        }
-        let value: JSONValue
-        do {
-            value = try JSONParser.parse(Array(buffer.readableBytesView))
-        } catch {
-            throw HTTPError(.badRequest, message: "body: not JSON (\(error))")
-        }
-        guard case .object(let members) = value else {
-            throw HTTPError(.badRequest, message: "body: expected a JSON object, got \(value.typeName)")
-        }
-        return members
-    }
-
-    static func string(
-        _ body: [String: JSONValue], _ field: String, maxLength: Int, allowEmpty: Bool = true
-    ) throws -> String {
-        guard let value = try optionalString(body, field, maxLength: maxLength, allowEmpty: allowEmpty) else {
-            throw HTTPError(.badRequest, message: "\(field): required")
-        }
-        return value
-    }
-
-    static func optionalString(
-        _ body: [String: JSONValue], _ field: String, maxLength: Int, allowEmpty: Bool = true
-    ) throws -> String? {
-        guard let value = body[field], !value.isNull else { return nil }
-        guard case .string(let text) = value else {
-            throw HTTPError(.badRequest, message: "\(field): expected a string, got \(value.typeName)")
-        }
-        guard text.count <= maxLength else {
-            throw HTTPError(.badRequest, message: "\(field): at most \(maxLength) characters")
-        }
-        guard allowEmpty || !text.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw HTTPError(.badRequest, message: "\(field): must not be empty")
-        }
-        return text
-    }
-
-    /// Query parameter `name` as an RFC 3339 instant (`2026-11-25T03:00:00Z`), nil when absent.
-    static func instant(_ request: Request, _ name: String) throws -> Date? {
-        guard let text = request.uri.queryParameters[name[...]] else { return nil }
-        guard let date = RFC3339.date(from: text) else {
-            throw HTTPError(.badRequest, message: "\(name): expected an RFC 3339 time like 2026-11-25T03:00:00Z")
-        }
-        return date
-    }
-
-    /// Whether `text` is a real calendar date `YYYY-MM-DD`.
-    static func isDate(_ text: String) -> Bool {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard text.count == 10, parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-            parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
-            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-            (1...9_999).contains(year), (1...12).contains(month)
-        else { return false }
-        return (1...RFC3339.daysInMonth(year: year, month: month)).contains(day)
-    }
-}
-
-/// An opaque session token: 32 random bytes from the system's CSPRNG, base64url without padding (43 characters).
-/// Only its SHA-256 is stored.
-enum SessionToken {
-    static func make() -> String {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8]()
-        for _ in 0..<4 { withUnsafeBytes(of: generator.next() as UInt64) { bytes += $0 } }
-        return Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 }

@@ -1,4 +1,5 @@
 import Config
+import CoreMetrics
 import Hummingbird
 import Logging
 import ServiceLifecycle
@@ -8,11 +9,14 @@ import ServiceLifecycle
 /// then stops them.
 public struct OwnerAppServer: Service {
     let database: OwnerDatabase
+    let passwords: PasswordChecker
     let application: Application<RouterResponder<OwnerRequestContext>>
 
     /// Fails when `listen` is not `host:port`. `onServerRunning` receives the port bound (tests listen on port 0).
+    /// `metricsFactory` makes the app's counters (the daemon's `/metrics`; none by default).
     public init(
         listen: String, configuration: OutletdConfiguration, logger: Logger,
+        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
         guard let (host, port) = OutletdConfiguration.HTTPSettings.parse(listen: listen) else {
@@ -21,29 +25,57 @@ public struct OwnerAppServer: Service {
         database = OwnerDatabase(
             connectionString: configuration.database.url,
             reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds, logger: logger)
+        let threads = configuration.app.passwordHashThreads
+        passwords = PasswordChecker(threads: threads, queueLength: 4 * threads)
         let router = Self.router(
-            database: database, sessionLifetimeSeconds: configuration.app.sessionLifetimeHours * 3_600)
+            database: database, configuration: configuration.app, passwords: passwords,
+            metricsFactory: metricsFactory, logger: logger)
         application = Application(
             router: router, configuration: .init(address: .hostname(host, port: port), serverName: "outletd-app"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger)
     }
 
-    /// Every route of the app: the API and the page.
-    public static func router(database: OwnerDatabase, sessionLifetimeSeconds: Double) -> Router<OwnerRequestContext> {
+    /// Every route of the app, the API and the page, behind the middleware every answer passes.
+    static func router(
+        database: OwnerDatabase, configuration: OutletdConfiguration.AppSettings, passwords: PasswordChecker,
+        metricsFactory: any MetricsFactory, logger: Logger
+    ) -> Router<OwnerRequestContext> {
         let router = Router(context: OwnerRequestContext.self)
+        router.add(middleware: SecurityHeadersMiddleware(logger: logger))
+        router.add(middleware: ClientAddressMiddleware(trustedProxies: configuration.trustedProxies))
         router.add(middleware: LogRequestsMiddleware(.debug))
-        OwnerAPI(database: database, sessionLifetimeSeconds: sessionLifetimeSeconds).register(on: router)
+        let settings = OwnerAPI.Settings(
+            sessionLifetimeSeconds: configuration.sessionLifetimeHours * 3_600,
+            claimRequiresKey: configuration.claimRequiresKey)
+        OwnerAPI(
+            database: database, settings: settings, passwords: passwords, metrics: AppMetrics(factory: metricsFactory)
+        )
+        .register(on: router)
         OwnerPage.register(on: router)
         return router
     }
 
+    /// `METHOD /path` of every API route (the page's aside): what the OpenAPI document must describe.
+    public static func apiRoutes(logger: Logger) -> Set<String> {
+        let database = OwnerDatabase(connectionString: "", reconnectDelayMax: 1, logger: logger)
+        let router = Self.router(
+            database: database, configuration: .init(), passwords: PasswordChecker(threads: 1, queueLength: 1),
+            metricsFactory: NOOPMetricsHandler.instance, logger: logger)
+        return Set(
+            router.routes.map { route -> String in
+                let path = route.path.description.hasPrefix("/") ? route.path.description : "/" + route.path.description
+                return "\(route.method.rawValue) \(path)"
+            }.filter { $0.contains(" /api/") })
+    }
+
     public func run() async throws {
         database.start()
+        defer { passwords.stop() }
         do {
-            // The decoy hash an unknown user name is checked against, made now (on a database thread), so the
+            // The decoy hash an unknown user name is checked against, made now (on a password thread), so the
             // first such login takes no longer than any other.
-            _ = try await database.run { _ in PasswordHasher.decoy }
+            _ = try await passwords.verify("", hash: PasswordHasher.decoy)
             try await application.run()
         } catch {
             await database.stop()

@@ -15,7 +15,7 @@ struct DeviceCommand: ParsableCommand {
         commandName: "device", abstract: "Register, list, enable, disable and remove outlets.",
         subcommands: [
             Add.self, List.self, Show.self, Enable.self, Disable.self, Remove.self, Pending.self, Approve.self,
-            SetTimeZone.self,
+            SetTimeZone.self, ClaimKeyCommand.self,
         ])
 
     struct Add: ParsableCommand {
@@ -51,6 +51,7 @@ struct DeviceCommand: ParsableCommand {
                         stateOnWord: onWord, stateOffWord: offWord))
             }
             print("registered \(record.code)\(record.enabled ? "" : " (disabled)")")
+            print("claim key: \(ClaimKey.display(record.claimKey))")
             if let mqttPassword {
                 print("broker password_file line (append it and reload mosquitto):")
                 print(try MosquittoPasswordEntry.make(user: record.code, password: mqttPassword))
@@ -95,16 +96,18 @@ struct DeviceCommand: ParsableCommand {
                 guard let device = try DeviceStore(connection: connection).find(code) else {
                     throw DeviceStoreError(message: "no device \(code) is registered")
                 }
+                // Stored text is printed inert: an owner's name cannot move the cursor or forge lines.
                 print("code:         \(device.code)")
-                print("name:         \(device.name)")
-                print("description:  \(device.description)")
-                print("owner:        \(device.owner ?? "")")
-                if let note = device.ownerNote, !note.isEmpty { print("owner note:   \(note)") }
+                print("name:         \(OwnerText.inert(device.name))")
+                print("description:  \(OwnerText.inert(device.description))")
+                print("owner:        \(OwnerText.inert(device.owner ?? ""))")
+                if let note = device.ownerNote, !note.isEmpty { print("owner note:   \(OwnerText.inert(note))") }
+                print("claim key:    \(ClaimKey.display(device.claimKey))")
                 print("protocol:     \(device.protocolName)")
                 if let protocolTopic = device.protocolTopic {
-                    print("topic:        \(protocolTopic)")
+                    print("topic:        \(OwnerText.inert(protocolTopic))")
                     print("channel:      \(device.channel)")
-                    if let fullTopic = device.fullTopic { print("full topic:   \(fullTopic)") }
+                    if let fullTopic = device.fullTopic { print("full topic:   \(OwnerText.inert(fullTopic))") }
                 }
                 print("enabled:      \(device.enabled)")
                 print("registered:   \(device.createdAt.map(Format.timestamp) ?? "")")
@@ -221,10 +224,35 @@ struct DeviceCommand: ParsableCommand {
         ) var owner: String?
 
         func run() throws {
-            let record = try options.withDatabase { connection in
+            let records = try options.withDatabase { connection in
                 try DeviceStore(connection: connection).approve(code, name: name, owner: owner)
             }
-            print("registered \(record.code)")
+            for record in records {
+                print("registered \(record.code)")
+                print("claim key: \(ClaimKey.display(record.claimKey))")
+            }
+        }
+    }
+
+    struct ClaimKeyCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "claim-key",
+            abstract: "Print the claim key for an outlet's label (an owner claims it in the app by code and key).")
+        @OptionGroup var options: GlobalOptions
+        @Argument var code: String
+        @Flag(help: "Make a new key first; the old one claims nothing from then on (print a new label).")
+        var rotate = false
+        @OptionGroup var output: OutputOptions
+
+        func run() throws {
+            let key = try options.withDatabase { connection in
+                try DeviceStore(connection: connection).claimKey(code, rotate: rotate)
+            }
+            if output.format == .json {
+                print(try JSONOutput.render(["code": code, "claim_key": ClaimKey.display(key)]))
+            } else {
+                print(ClaimKey.display(key))
+            }
         }
     }
 }

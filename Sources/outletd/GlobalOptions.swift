@@ -7,6 +7,7 @@ import Observability
 import Postgres
 import Runtime
 import Storage
+import Telemetry
 
 /// Options every subcommand takes.
 struct GlobalOptions: ParsableArguments {
@@ -95,7 +96,7 @@ enum LoggingBootstrap {
             }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = .trace
-            return handler
+            return InertLogHandler(handler)
         }
     }
 }
@@ -110,7 +111,8 @@ struct OutputOptions: ParsableArguments {
     @Option(help: "text (a table for people) or json (for scripts).") var format: OutputFormat = .text
 }
 
-/// JSON for `--format json`: keys sorted, times in RFC 3339 (UTC), absent values as null.
+/// JSON for `--format json`: keys sorted, times in RFC 3339 (UTC), absent values as null, and every control
+/// character inside a string escaped (`\u001b`, `\u009b`), so that a stored name cannot act on a terminal.
 enum JSONOutput {
     /// A value JSONSerialization accepts: dates become RFC 3339 strings, nil becomes null.
     static func value(_ date: Date?) -> Any { date.map(Format.timestamp) ?? NSNull() }
@@ -120,7 +122,7 @@ enum JSONOutput {
     /// `object` as one line of JSON.
     static func render(_ object: Any) throws -> String {
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        return String(decoding: data, as: UTF8.self)
+        return OwnerText.inertJSON(String(decoding: data, as: UTF8.self))
     }
 }
 

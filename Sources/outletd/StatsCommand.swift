@@ -65,7 +65,7 @@ struct StatsCommand: ParsableCommand {
         hourFormat.dateFormat = "yyyy-MM-dd HH:mm"
         let peak = Format.watts(stats.peakPowerWatts) + (stats.peakAt.map { " at \(Format.timestamp($0))" } ?? "")
         return """
-            outlet:        \(stats.code)\(stats.name.isEmpty ? "" : " (\(stats.name))")
+            outlet:        \(stats.code)\(stats.name.isEmpty ? "" : " (\(OwnerText.inert(stats.name)))")
             period:        the hours since \(Format.timestamp(start)) (hours shown in \(timeZoneName))
             samples:       \(stats.sampleCount)
             average power: \(Format.watts(stats.averagePowerWatts))

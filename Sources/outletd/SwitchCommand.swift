@@ -140,7 +140,7 @@ struct SwitchCommand: ParsableCommand {
         if let finished = record.finishedAt, let requested = record.requestedAt {
             line += " after \(Int((finished.timeIntervalSince(requested) * 1_000).rounded())) ms"
         }
-        if let reason = record.reason { line += " (\(reason))" }
+        if let reason = record.reason { line += " (\(OwnerText.inert(reason)))" }
         return line
     }
 }

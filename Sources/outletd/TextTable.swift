@@ -1,9 +1,11 @@
 import Foundation
+import Telemetry
 
-/// Plain column-aligned tables for the terminal.
+/// Plain column-aligned tables for the terminal. Every cell is printed inert (``OwnerText/inert(_:)``): text an
+/// owner or an outlet stored cannot move the cursor, forge rows or retitle the terminal.
 enum TextTable {
     static func render(header: [String], rows: [[String]]) -> String {
-        let all = [header] + rows
+        let all = [header] + rows.map { $0.map(OwnerText.inert) }
         var widths = Array(repeating: 0, count: header.count)
         for row in all {
             for (index, cell) in row.enumerated() where index < widths.count {

@@ -14,9 +14,6 @@ struct UserCommand: ParsableCommand {
         commandName: "user", abstract: "Add, list and disable the owners who log in to the app; set passwords.",
         subcommands: [Add.self, List.self, Disable.self, Passwd.self])
 
-    /// Shortest password accepted.
-    static let minimumPasswordLength = 8
-
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Add an owner (asks for the password).")
         @OptionGroup var options: GlobalOptions
@@ -99,9 +96,7 @@ struct UserCommand: ParsableCommand {
             guard first == second else { throw ValidationError("the passwords differ") }
             password = first
         }
-        guard password.count >= minimumPasswordLength else {
-            throw ValidationError("a password needs at least \(minimumPasswordLength) characters")
-        }
+        if let problem = PasswordHasher.problem(password) { throw ValidationError(problem) }
         return password
     }
 

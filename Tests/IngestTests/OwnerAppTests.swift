@@ -42,6 +42,14 @@ import Yams
         func sql(_ statement: String) throws -> String {
             try Harness.scalar(url, statement)
         }
+
+        /// A claim's body for `code` with its claim key (a made-up key for a code that is not registered).
+        func claimBody(_ code: String, _ name: String, description: String? = nil) throws -> String {
+            let key = try sql("SELECT coalesce(max(claim_key), '00000000000Z') FROM devices WHERE code = '\(code)'")
+            var body = #"{"code":"\#(code)","claim_key":"\#(key)","name":"\#(name)""#
+            if let description { body += #","description":"\#(description)""# }
+            return body + "}"
+        }
     }
 
     static func withApp<T>(_ body: (App) async throws -> T) async throws -> T {
@@ -190,7 +198,7 @@ import Yams
                 ("GET", "/api/v1/outlets/kit-1?from=2026-01-02T00:00:00Z", "", "from, to: give both"),
             ]
             _ = try await app.send(
-                "POST", "/api/v1/outlets", token: token, body: #"{"code":"kit-1","name":"Fridge"}"#)
+                "POST", "/api/v1/outlets", token: token, body: try app.claimBody("kit-1", "Fridge"))
             for (method, path, body, message) in cases {
                 let response = try await app.send(method, path, token: token, body: body.isEmpty ? nil : body)
                 #expect(response.status == 400, "\(method) \(path) \(body): \(response.status) \(response.body)")
@@ -211,14 +219,14 @@ import Yams
             let bob = try await app.login("bob")
             let claimed = try await app.send(
                 "POST", "/api/v1/outlets", token: ana,
-                body: #"{"code":"kit-1","name":"Fridge","description":"kitchen"}"#)
+                body: try app.claimBody("kit-1", "Fridge", description: "kitchen"))
             #expect(claimed.status == 201)
             #expect(claimed.json?["name"] == .string("Fridge"))
             #expect(claimed.json?["description"] == .string("kitchen"))
             let taken = try await app.send(
-                "POST", "/api/v1/outlets", token: bob, body: #"{"code":"kit-1","name":"Mine"}"#)
+                "POST", "/api/v1/outlets", token: bob, body: try app.claimBody("kit-1", "Mine"))
             let unknown = try await app.send(
-                "POST", "/api/v1/outlets", token: bob, body: #"{"code":"kit-9","name":"Mine"}"#)
+                "POST", "/api/v1/outlets", token: bob, body: try app.claimBody("kit-9", "Mine"))
             #expect(taken.status == 404)
             #expect(unknown.status == 404)
             #expect(
@@ -244,7 +252,7 @@ import Yams
             #expect(try await app.send("DELETE", "/api/v1/outlets/kit-1", token: ana).status == 204)
             #expect(try await app.send("GET", "/api/v1/outlets/kit-1", token: ana).status == 404)
             #expect(
-                try await app.send("POST", "/api/v1/outlets", token: bob, body: #"{"code":"kit-1","name":"Mine"}"#)
+                try await app.send("POST", "/api/v1/outlets", token: bob, body: try app.claimBody("kit-1", "Mine"))
                     .status == 201)
         }
     }
@@ -257,10 +265,10 @@ import Yams
             let ana = try await app.login("ana")
             let bob = try await app.login("bob")
             #expect(
-                try await app.send("POST", "/api/v1/outlets", token: ana, body: #"{"code":"kit-1","name":"Fridge"}"#)
+                try await app.send("POST", "/api/v1/outlets", token: ana, body: try app.claimBody("kit-1", "Fridge"))
                     .status == 201)
             #expect(
-                try await app.send("POST", "/api/v1/outlets", token: bob, body: #"{"code":"kit-2","name":"Lamp"}"#)
+                try await app.send("POST", "/api/v1/outlets", token: bob, body: try app.claimBody("kit-2", "Lamp"))
                     .status == 201)
             let switched = try await app.send(
                 "PUT", "/api/v1/outlets/kit-1/state", token: ana, body: #"{"state":"on"}"#)
@@ -278,7 +286,7 @@ import Yams
                 "POST /api/v1/login": ("/api/v1/login", #"{"username":"bob","password":"bob-password-2"}"#),
                 "POST /api/v1/logout": ("/api/v1/logout", nil),
                 "GET /api/v1/outlets": ("/api/v1/outlets", nil),
-                "POST /api/v1/outlets": ("/api/v1/outlets", #"{"code":"kit-1","name":"Mine"}"#),
+                "POST /api/v1/outlets": ("/api/v1/outlets", try app.claimBody("kit-1", "Mine")),
                 "GET /api/v1/outlets/{code}": ("/api/v1/outlets/kit-1", nil),
                 "PATCH /api/v1/outlets/{code}": ("/api/v1/outlets/kit-1", #"{"name":"Mine"}"#),
                 "DELETE /api/v1/outlets/{code}": ("/api/v1/outlets/kit-1", nil),
@@ -331,7 +339,7 @@ import Yams
         try await Self.withApp { app in
             let ana = try await app.login("ana")
             #expect(
-                try await app.send("POST", "/api/v1/outlets", token: ana, body: #"{"code":"kit-1","name":"Fridge"}"#)
+                try await app.send("POST", "/api/v1/outlets", token: ana, body: try app.claimBody("kit-1", "Fridge"))
                     .status == 201)
             let connection = try PostgresConnection(connectionString: app.url)
             defer { connection.close() }
@@ -396,7 +404,7 @@ import Yams
         try await Self.withApp { app in
             let ana = try await app.login("ana")
             #expect(
-                try await app.send("POST", "/api/v1/outlets", token: ana, body: #"{"code":"kit-1","name":"Lamp"}"#)
+                try await app.send("POST", "/api/v1/outlets", token: ana, body: try app.claimBody("kit-1", "Lamp"))
                     .status == 201)
             let connection = try PostgresConnection(connectionString: app.url)
             defer { connection.close() }
@@ -415,7 +423,7 @@ import Yams
         try await Self.withApp { app in
             let ana = try await app.login("ana")
             #expect(
-                try await app.send("POST", "/api/v1/outlets", token: ana, body: #"{"code":"kit-1","name":"Fridge"}"#)
+                try await app.send("POST", "/api/v1/outlets", token: ana, body: try app.claimBody("kit-1", "Fridge"))
                     .status == 201)
             let first = try await app.send("PUT", "/api/v1/outlets/kit-1/state", token: ana, body: #"{"state":"on"}"#)
             #expect(first.status == 202)
@@ -475,7 +483,7 @@ import Yams
             }
             let token = try await app.login("ana")
             #expect(
-                try await app.send("POST", "/api/v1/outlets", token: token, body: #"{"code":"kit-1","name":"Fridge"}"#)
+                try await app.send("POST", "/api/v1/outlets", token: token, body: try app.claimBody("kit-1", "Fridge"))
                     .status == 201)
             let request = try await app.send(
                 "PUT", "/api/v1/outlets/kit-1/state", token: token, body: #"{"state":"off"}"#)
@@ -564,13 +572,7 @@ import Yams
 
     /// `METHOD /path` of every API route the server registers (the page's routes aside).
     static func registeredAPIRoutes() -> Set<String> {
-        let database = OwnerDatabase(connectionString: "", reconnectDelayMax: 1, logger: Logger(label: "test"))
-        let router = OwnerAppServer.router(database: database, sessionLifetimeSeconds: 60)
-        return Set(
-            router.routes.map { route -> String in
-                let path = route.path.description.hasPrefix("/") ? route.path.description : "/" + route.path.description
-                return "\(route.method.rawValue) \(path)"
-            }.filter { $0.contains(" /api/") })
+        OwnerAppServer.apiRoutes(logger: Logger(label: "test"))
     }
 
     @Test func theOpenAPIDocumentDescribesExactlyTheRoutesTheServerRegisters() throws {
@@ -601,15 +603,20 @@ struct AppResponse: Sendable {
     var json: JSONValue? { try? JSONParser.parse(Array(body.utf8)) }
 
     /// Sends one request to 127.0.0.1:`port` over a fresh connection (`Connection: close`).
-    static func exchange(port: Int, method: String, path: String, token: String?, body: String?) throws -> AppResponse {
+    /// `headers` are sent as given (`Authorization`, `X-Forwarded-For`); `contentType` goes with a body (nil: none).
+    static func exchange(
+        port: Int, method: String, path: String, token: String?, body: String?, headers: [String] = [],
+        contentType: String? = "application/json"
+    ) throws -> AppResponse {
         guard let fd = HTTPProbe.connect(port: port, timeoutSeconds: 15) else {
             throw HarnessError("cannot connect to 127.0.0.1:\(port)")
         }
         defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
+        for header in headers { head += header + "\r\n" }
         let payload = Array((body ?? "").utf8)
-        if body != nil { head += "Content-Type: application/json\r\n" }
+        if body != nil, let contentType { head += "Content-Type: \(contentType)\r\n" }
         head += "Content-Length: \(payload.count)\r\n\r\n"
         let request = Array(head.utf8) + payload
         guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count

@@ -36,7 +36,9 @@ extension OwnerPage {
           <h2 data-t="addOutlet">Add outlet</h2>
           <form id="add-form">
             <label for="add-code" data-t="code">Code printed on the outlet</label>
-            <input id="add-code" name="code" required maxlength="64" pattern="[A-Za-z0-9_\-]{1,64}" autocomplete="off">
+            <input id="add-code" name="code" required maxlength="100" pattern="[A-Za-z0-9_\-]{1,64}(:[A-Za-z0-9 \-]{12,20})?" autocomplete="off" autocapitalize="off" spellcheck="false">
+            <label for="add-key" data-t="claimKey">Claim key on the label (XXXX-XXXX-XXXX)</label>
+            <input id="add-key" name="claim_key" maxlength="20" pattern="[A-Za-z0-9 \-]{12,20}" autocomplete="off" autocapitalize="characters" spellcheck="false" placeholder="K7QF-3MZP-X2CD">
             <label for="add-name" data-t="name">Name</label>
             <input id="add-name" name="name" required maxlength="100">
             <label for="add-description" data-t="description">Description</label>

@@ -8,12 +8,14 @@ extension OwnerPage {
               title: "My outlets", logout: "Log out", login: "Log in", username: "User name", password: "Password",
               loginButton: "Log in", outlets: "Outlets", noOutlets: "No outlets yet. Add one with the code printed on it.",
               addOutlet: "Add outlet", code: "Code printed on the outlet", name: "Name", description: "Description",
+              claimKey: "Claim key on the label (XXXX-XXXX-XXXX)",
+              tooManyClaims: "Too many failed attempts. Check the code and key on the label and try again later.",
               save: "Save", cancel: "Cancel", codeShort: "Code", power: "Power now", average: "Average today",
               peak: "Peak today", energy: "Energy today", state: "State", turnOn: "Turn on", turnOff: "Turn off",
               chart: "Chart", edit: "Edit", back: "Back", release: "Remove from my outlets", chartTitle: "Power by hour", day: "Day",
               on: "on", off: "off", unknown: "unknown", online: "online", offline: "offline",
               wrongLogin: "Wrong user name or password.", tooMany: "Too many failed logins. Try again later.",
-              unknownCode: "No outlet with this code is available.", failed: "Something went wrong: ",
+              unknownCode: "No outlet with this code and key is available.", failed: "Something went wrong: ",
               pending: "Sending… (pending)", confirmed: "Confirmed: the outlet is ", timezone: "Time zone: ",
               hoursWithData: " hours with data", noData: "no data", updated: "Updated ", sessionEnded: "Your session ended.",
               commandFailed: "Not done: ", releaseConfirm: "Remove this outlet from your list?",
@@ -25,13 +27,15 @@ extension OwnerPage {
               title: "Minhas tomadas", logout: "Sair", login: "Entrar", username: "Usuário", password: "Senha",
               loginButton: "Entrar", outlets: "Tomadas", noOutlets: "Nenhuma tomada ainda. Adicione uma pelo código impresso nela.",
               addOutlet: "Adicionar tomada", code: "Código impresso na tomada", name: "Nome", description: "Descrição",
+              claimKey: "Chave impressa na etiqueta (XXXX-XXXX-XXXX)",
+              tooManyClaims: "Muitas tentativas. Confira o código e a chave na etiqueta e tente mais tarde.",
               save: "Salvar", cancel: "Cancelar", codeShort: "Código", power: "Potência agora", average: "Média de hoje",
               peak: "Pico de hoje", energy: "Energia de hoje", state: "Estado", turnOn: "Ligar", turnOff: "Desligar",
               chart: "Gráfico", edit: "Editar", back: "Voltar", release: "Remover das minhas tomadas", chartTitle: "Potência por hora",
               day: "Dia", on: "ligada", off: "desligada", unknown: "desconhecido", online: "conectada",
               offline: "desconectada", wrongLogin: "Usuário ou senha incorretos.",
               tooMany: "Muitas tentativas. Tente novamente mais tarde.",
-              unknownCode: "Nenhuma tomada com este código está disponível.", failed: "Algo deu errado: ",
+              unknownCode: "Nenhuma tomada com este código e chave está disponível.", failed: "Algo deu errado: ",
               pending: "Enviando… (pendente)", confirmed: "Confirmado: a tomada está ", timezone: "Fuso horário: ",
               hoursWithData: " horas com dados", noData: "sem dados", updated: "Atualizado ",
               sessionEnded: "Sua sessão terminou.", commandFailed: "Não realizado: ",
@@ -293,11 +297,16 @@ extension OwnerPage {
             $("add-cancel").addEventListener("click", function () { show("outlets"); });
             $("add-form").addEventListener("submit", function (event) {
               event.preventDefault();
-              api("POST", "/outlets", { code: $("add-code").value.trim(), name: $("add-name").value,
-                                        description: $("add-description").value })
+              // The code field also takes CODE:KEY, as a QR code on the label carries it.
+              var code = $("add-code").value.trim(), key = $("add-key").value.trim(), colon = code.indexOf(":");
+              if (colon >= 0 && !key) { key = code.slice(colon + 1).trim(); code = code.slice(0, colon); }
+              var claim = { code: code, name: $("add-name").value, description: $("add-description").value };
+              if (key) claim.claim_key = key;
+              api("POST", "/outlets", claim)
                 .then(function () { show("outlets"); })
                 .catch(function (error) {
-                  $("add-error").textContent = error.status === 404 ? t.unknownCode : t.failed + error.message;
+                  $("add-error").textContent = error.status === 404 ? t.unknownCode
+                    : error.status === 429 ? t.tooManyClaims : t.failed + error.message;
                 });
             });
             $("switch-on").addEventListener("click", function () { switchTo("on"); });

@@ -71,10 +71,12 @@ public struct OwnedCommand: Sendable, Equatable {
 
 /// Failed logins within the rate limit's window.
 public struct LoginFailureCounts: Sendable, Equatable {
-    /// For the user name tried (whether or not the user exists).
-    public var user: Int
-    /// From the client's address.
+    /// For the user name tried (whether or not the user exists) from the client's address.
+    public var userFromAddress: Int
+    /// From the client's address, whatever the names.
     public var address: Int
+    /// For the user name tried, from every address.
+    public var user: Int
 }
 
 /// The SQL of the owner's app (migration 18). Every statement about outlets and commands is keyed by the owner's
@@ -164,7 +166,8 @@ public struct OwnerStore {
             disabled: try result.bool(row: 0, column: 3) ?? true)
     }
 
-    /// Failed logins in the last `windowSeconds` for `userName` and from `address`; forgets older ones.
+    /// Failed logins in the last `windowSeconds` for `userName` from `address`, from `address`, and for `userName`;
+    /// forgets older ones.
     public func loginFailures(userName: String, address: String, windowSeconds: Double) throws -> LoginFailureCounts {
         let window = Int64(windowSeconds * 1_000)
         try connection.execute(
@@ -172,12 +175,14 @@ public struct OwnerStore {
             [window])
         let result = try connection.execute(
             """
-            SELECT count(*) FILTER (WHERE user_name = $1), count(*) FILTER (WHERE address = $2)
+            SELECT count(*) FILTER (WHERE user_name = $1 AND address = $2), count(*) FILTER (WHERE address = $2),
+                   count(*) FILTER (WHERE user_name = $1)
             FROM app_login_failures
             WHERE (user_name = $1 OR address = $2) AND failed_at >= clock_timestamp() - $3 * interval '1 millisecond'
             """, [userName, address, window])
         return LoginFailureCounts(
-            user: try result.int(row: 0, column: 0) ?? 0, address: try result.int(row: 0, column: 1) ?? 0)
+            userFromAddress: try result.int(row: 0, column: 0) ?? 0, address: try result.int(row: 0, column: 1) ?? 0,
+            user: try result.int(row: 0, column: 2) ?? 0)
     }
 
     /// Records a failed login of `userName` (existing or not) from `address`; returns the record's id.
@@ -194,9 +199,11 @@ public struct OwnerStore {
         try connection.execute("DELETE FROM app_login_failures WHERE id = $1", [id])
     }
 
-    /// Forgets the failed logins of `userName` (after a successful one).
-    public func clearLoginFailures(userName: String) throws {
-        try connection.execute("DELETE FROM app_login_failures WHERE user_name = $1", [userName])
+    /// Forgets the failed logins of `userName` from `address` (after a successful one from there). Failures from
+    /// other addresses stay: the owner's own login does not wipe a stranger's guessing elsewhere.
+    public func clearLoginFailures(userName: String, address: String) throws {
+        try connection.execute(
+            "DELETE FROM app_login_failures WHERE user_name = $1 AND address = $2", [userName, address])
     }
 
     /// Stores a session for `token` (as its SHA-256) lasting `lifetimeSeconds`; returns when it expires. The user's
@@ -288,15 +295,18 @@ public struct OwnerStore {
         ).first
     }
 
-    /// Claims the registered outlet `code` for `userID` with a name and description. Nil when the code is not
-    /// registered or another owner holds it: the caller cannot tell which.
-    public func claim(userID: Int64, code: String, name: String, description: String) throws -> OwnedOutlet? {
+    /// Claims the registered outlet `code` for `userID` with a name and description. With `claimKey` (stored form,
+    /// ``Telemetry/ClaimKey``), only when it is the outlet's key. Nil when the code is not registered, another owner
+    /// holds it or the key is wrong: the caller cannot tell which.
+    public func claim(userID: Int64, code: String, claimKey: String?, name: String, description: String) throws
+        -> OwnedOutlet?
+    {
         let claimed = try connection.execute(
             """
             UPDATE devices SET owner_id = $1, name = $3, description = $4, updated_at = now(),
                                claimed_at = CASE WHEN owner_id IS NULL THEN now() ELSE claimed_at END
-            WHERE code = $2 AND (owner_id IS NULL OR owner_id = $1)
-            """, [userID, code, name, description])
+            WHERE code = $2 AND (owner_id IS NULL OR owner_id = $1) AND ($5::text IS NULL OR claim_key = $5)
+            """, [userID, code, name, description, claimKey])
         guard claimed.affectedRows == 1 else { return nil }
         return try outlet(userID: userID, code: code)
     }
@@ -420,16 +430,18 @@ public struct OwnerStore {
             guard owned.rowCount == 1 else { return nil }
             let id = try CommandStore(connection: connection).enqueue(
                 code: code, requested: requested, source: .app, requestedBy: userName, requestID: nil)
+            try connection.execute("UPDATE commands SET app_user_id = $1 WHERE id = $2", [userID, id])
             return try command(userID: userID, id: id)
         }
     }
 
-    /// Command `id` if it switches an outlet `userID` owns.
+    /// Command `id` if `userID` requested it in the app: still theirs after they release the outlet, never the
+    /// outlet's next owner's.
     public func command(userID: Int64, id: Int64) throws -> OwnedCommand? {
         let result = try connection.execute(
             """
             SELECT c.id, d.code, c.status, c.reason FROM commands c JOIN devices d ON d.id = c.device_id
-            WHERE c.id = $2 AND d.owner_id = $1
+            WHERE c.id = $2 AND c.app_user_id = $1
             """, [userID, id])
         guard result.rowCount == 1, let commandID = try result.int64(row: 0, column: 0),
             let status = result[0, 2].flatMap(CommandStatus.init(rawValue:))

@@ -24,6 +24,8 @@ public struct DeviceRecord: Sendable, Equatable {
     public var stateOffWord: String? = nil
     /// The free-text `devices.owner` of `device add --owner` (from before owners were accounts).
     public var ownerNote: String? = nil
+    /// The key printed on the outlet's label, stored form (``ClaimKey/display(_:)`` prints it with dashes).
+    public var claimKey: String = ""
 }
 
 /// A row of `pending_devices`: a code that sent data without being registered.
@@ -255,9 +257,9 @@ public struct DeviceStore {
 
     /// Registers a pending code in one step. A discovered device is registered with the suggested protocol, topic
     /// and FullTopic, one outlet per suggested channel: the first keeps `code`, the others are `<code>-<channel>`.
-    /// Returns the first outlet.
+    /// Returns the outlets registered, `code` first.
     @discardableResult
-    public func approve(_ code: String, name: String? = nil, owner: String? = nil) throws -> DeviceRecord {
+    public func approve(_ code: String, name: String? = nil, owner: String? = nil) throws -> [DeviceRecord] {
         let pending = try connection.execute(
             """
             SELECT suggested_protocol, suggested_topic, suggested_full_topic,
@@ -270,12 +272,12 @@ public struct DeviceStore {
         guard let protocolName = pending[0, 0], let outletProtocol = OutletProtocol(rawValue: protocolName),
             outletProtocol != .native
         else {
-            return try add(NewDevice(code: code, name: name ?? "", owner: owner))
+            return [try add(NewDevice(code: code, name: name ?? "", owner: owner))]
         }
         let channels = (pending[0, 3] ?? "").split(separator: ",").compactMap { Int($0) }
         return try mappingDuplicates(code) {
             try connection.transaction {
-                var first: DeviceRecord?
+                var records: [DeviceRecord] = []
                 for (index, channel) in (channels.isEmpty ? [nil] : channels.map(Optional.some)).enumerated() {
                     let outletCode = index == 0 ? code : String("\(code)-\(channel ?? index)".prefix(64))
                     let record = try insert(
@@ -283,13 +285,26 @@ public struct DeviceStore {
                             code: outletCode, name: name ?? "", owner: owner, outletProtocol: outletProtocol,
                             protocolTopic: pending[0, 1], fullTopic: pending[0, 2], channel: channel,
                             stateOnWord: pending[0, 4], stateOffWord: pending[0, 5]))
-                    first = first ?? record
+                    records.append(record)
                 }
                 try connection.execute("DELETE FROM pending_devices WHERE code = $1", [code])
-                guard let first else { throw DeviceStoreError(message: "nothing to register") }
-                return first
+                guard !records.isEmpty else { throw DeviceStoreError(message: "nothing to register") }
+                return records
             }
         }
+    }
+
+    /// The claim key of outlet `code` (stored form); with `rotate`, a new one replaces it first, and the old key
+    /// claims nothing from then on.
+    public func claimKey(_ code: String, rotate: Bool = false) throws -> String {
+        let result =
+            rotate
+            ? try connection.execute(
+                "UPDATE devices SET claim_key = outletd_new_claim_key(), updated_at = now() WHERE code = $1 "
+                    + "RETURNING claim_key", [code])
+            : try connection.execute("SELECT claim_key FROM devices WHERE code = $1", [code])
+        guard result.rowCount == 1, let key = result[0, 0] else { throw Self.notRegistered(code) }
+        return key
     }
 
     /// The FullTopic patterns of registered Tasmota outlets (other than the default).
@@ -358,7 +373,7 @@ public struct DeviceStore {
 
     private static let columns =
         "id, code, name, description, (SELECT u.name FROM app_users u WHERE u.id = devices.owner_id), protocol, "
-        + "enabled, created_at, protocol_topic, channel, full_topic, state_on_word, state_off_word, owner"
+        + "enabled, created_at, protocol_topic, channel, full_topic, state_on_word, state_off_word, owner, claim_key"
 
     private static func record(_ result: PostgresResult, row: Int) throws -> DeviceRecord {
         guard let id = try result.int64(row: row, column: 0), let code = result[row, 1] else {
@@ -370,7 +385,7 @@ public struct DeviceStore {
             enabled: try result.bool(row: row, column: 6) ?? false, createdAt: try result.date(row: row, column: 7),
             protocolTopic: result[row, 8], channel: Int(try result.int64(row: row, column: 9) ?? 0),
             fullTopic: result[row, 10], stateOnWord: result[row, 11], stateOffWord: result[row, 12],
-            ownerNote: result[row, 13])
+            ownerNote: result[row, 13], claimKey: result[row, 14] ?? "")
     }
 
     private static func notRegistered(_ code: String) -> DeviceStoreError {

@@ -1,0 +1,130 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import Telemetry
+
+/// Reading requests: every field checked, and a 4xx naming it when it is wrong, never a 500.
+extension OwnerAPI {
+    /// An owner's name for an outlet.
+    static let nameRule = OwnerText.Rule(maxScalars: 100, maxBytes: 400, allowsEmpty: false)
+    /// An outlet's description: tab and newline allowed.
+    static let descriptionRule = OwnerText.Rule(maxScalars: 500, maxBytes: 2_000, allowsTabAndNewline: true)
+    /// A user name as typed at login (stored names are narrower: `^[A-Za-z0-9_.@-]{1,64}$`).
+    static let userNameRule = OwnerText.Rule(maxScalars: 64, maxBytes: 256, allowsEmpty: false)
+    /// A password as sent: any text up to this many bytes (bcrypt reads 72; a longer one never logs in).
+    static let passwordMaxBytes = 1_024
+    /// The years a date or instant of a request may fall in.
+    static let years = 1_970...9_999
+
+    static func noOutlet(_ code: String) -> HTTPError {
+        HTTPError(.notFound, message: "no outlet \(code)")
+    }
+
+    /// The `{code}` of the path; a code that cannot exist is a 404 like any other unknown one.
+    static func code(_ context: OwnerRequestContext) throws -> String {
+        let code = context.parameters.get("code") ?? ""
+        guard DeviceCode.isValid(code) else { throw noOutlet("") }
+        return code
+    }
+
+    /// The body as a JSON object: 415 unless `Content-Type` is JSON, 413 when too large, 400 saying what is wrong
+    /// with it otherwise.
+    static func jsonObject(_ request: Request, context: OwnerRequestContext) async throws -> [String: JSONValue] {
+        guard isJSON(request.headers[.contentType]) else {
+            throw HTTPError(.unsupportedMediaType, message: "body: send it as Content-Type: application/json")
+        }
+        var request = request
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        } catch {
+            throw HTTPError(.contentTooLarge, message: "body: larger than \(context.maxUploadSize) bytes")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(Array(buffer.readableBytesView))
+        } catch {
+            throw HTTPError(.badRequest, message: "body: not JSON (\(error))")
+        }
+        guard case .object(let members) = value else {
+            throw HTTPError(.badRequest, message: "body: expected a JSON object, got \(value.typeName)")
+        }
+        return members
+    }
+
+    /// Whether a `Content-Type` value is `application/json` (any case, parameters such as charset allowed).
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first ?? ""
+        return mediaType.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
+    }
+
+    /// A string member that must be there.
+    static func text(_ body: [String: JSONValue], _ field: String, _ rule: OwnerText.Rule) throws -> String {
+        guard let value = try optionalText(body, field, rule) else {
+            throw HTTPError(.badRequest, message: "\(field): required")
+        }
+        return value
+    }
+
+    /// A string member checked against `rule`, or nil when absent or null.
+    static func optionalText(_ body: [String: JSONValue], _ field: String, _ rule: OwnerText.Rule) throws -> String? {
+        guard let text = try optionalString(body, field) else { return nil }
+        if let problem = OwnerText.problem(text, rule) {
+            throw HTTPError(.badRequest, message: "\(field): \(problem)")
+        }
+        return text
+    }
+
+    /// A string member of any content (a password), at most `maxBytes`.
+    static func secret(_ body: [String: JSONValue], _ field: String, maxBytes: Int) throws -> String {
+        guard let text = try optionalString(body, field) else {
+            throw HTTPError(.badRequest, message: "\(field): required")
+        }
+        guard text.utf8.count <= maxBytes else {
+            throw HTTPError(.badRequest, message: "\(field): at most \(maxBytes) bytes")
+        }
+        return text
+    }
+
+    private static func optionalString(_ body: [String: JSONValue], _ field: String) throws -> String? {
+        guard let value = body[field], !value.isNull else { return nil }
+        guard case .string(let text) = value else {
+            throw HTTPError(.badRequest, message: "\(field): expected a string, got \(value.typeName)")
+        }
+        return text
+    }
+
+    /// Query parameter `name` as an RFC 3339 instant (`2026-11-25T03:00:00Z`) in years 1970–9999, nil when absent.
+    static func instant(_ request: Request, _ name: String) throws -> Date? {
+        guard let text = request.uri.queryParameters[name[...]] else { return nil }
+        guard let date = RFC3339.date(from: String(text)) else {
+            throw HTTPError(.badRequest, message: "\(name): expected an RFC 3339 time like 2026-11-25T03:00:00Z")
+        }
+        guard let year = Int(text.prefix(4)), years.contains(year), date >= Date(timeIntervalSince1970: 0) else {
+            throw HTTPError(.badRequest, message: "\(name): must fall in the years 1970–9999")
+        }
+        return date
+    }
+
+    /// Query parameter `name` as a calendar date `YYYY-MM-DD` in years 1970–9999, nil when absent.
+    static func date(_ request: Request, _ name: String) throws -> String? {
+        guard let text = request.uri.queryParameters[name[...]].map(String.init) else { return nil }
+        guard isDate(text) else { throw HTTPError(.badRequest, message: "\(name): expected YYYY-MM-DD") }
+        guard let year = Int(text.prefix(4)), years.contains(year) else {
+            throw HTTPError(.badRequest, message: "\(name): must fall in the years 1970–9999")
+        }
+        return text
+    }
+
+    /// Whether `text` is a real calendar date `YYYY-MM-DD`.
+    static func isDate(_ text: String) -> Bool {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard text.utf8.count == 10, parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+            parts.allSatisfy({ $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+            (1...9_999).contains(year), (1...12).contains(month)
+        else { return false }
+        return (1...RFC3339.daysInMonth(year: year, month: month)).contains(day)
+    }
+}
