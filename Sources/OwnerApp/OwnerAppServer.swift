@@ -59,8 +59,10 @@ public struct OwnerAppServer: Service {
     /// `METHOD /path` of every API route (the page's aside): what the OpenAPI document must describe.
     public static func apiRoutes(logger: Logger) -> Set<String> {
         let database = OwnerDatabase(connectionString: "", reconnectDelayMax: 1, logger: logger)
+        let passwords = PasswordChecker(threads: 1, queueLength: 1)
+        defer { passwords.stop() }
         let router = Self.router(
-            database: database, configuration: .init(), passwords: PasswordChecker(threads: 1, queueLength: 1),
+            database: database, configuration: .init(), passwords: passwords,
             metricsFactory: NOOPMetricsHandler.instance, logger: logger)
         return Set(
             router.routes.map { route -> String in

@@ -217,8 +217,31 @@ import Testing
                     ).status)
             }
             #expect(bobs.allSatisfy { $0 == 404 }, "bob's own budget: \(bobs)")
+            // Owners at one address share a budget of 30: after bob's 10, cid's 10 and dan's 10 the address is
+            // stopped, though dan's own budget is not spent.
+            let connection = try PostgresConnection(connectionString: daemon.url)
+            defer { connection.close() }
+            for name in ["cid", "dan"] {
+                try OwnerStore(connection: connection).addUser(
+                    name: name, passwordHash: PasswordHasher.hash("\(name)-password-3"))
+            }
+            var shared: [Int] = []
+            for name in ["cid", "dan"] {
+                let login = try await daemon.login(
+                    name, password: "\(name)-password-3", headers: ["X-Forwarded-For: 198.51.100.7"])
+                guard case .string(let token)? = login.json?["token"] else { throw HarnessError(login.body) }
+                for guess in 0..<(name == "cid" ? 10 : 15) {
+                    shared.append(
+                        try await daemon.send(
+                            "POST", "/api/v1/outlets", token: token,
+                            body: #"{"code":"kit-3","claim_key":"\#(String(format: "%011dY", guess))","name":"G"}"#,
+                            headers: ["X-Forwarded-For: 198.51.100.7"]
+                        ).status)
+                }
+            }
+            #expect(shared == Array(repeating: 404, count: 20) + Array(repeating: 429, count: 5), "\(shared)")
             try await Harness.waitUntil(timeout: 10, "the rate-limited claims in /metrics") {
-                daemon.metric(#"outletd_app_claims_total{result="rate_limited"} 31"#)
+                daemon.metric(#"outletd_app_claims_total{result="rate_limited"} 36"#)
             }
         }
     }

@@ -1,4 +1,6 @@
 import Config
+import Logging
+import Observability
 import Testing
 
 @testable import OwnerApp
@@ -134,5 +136,29 @@ struct OwnerAppRulesTests {
         // Past its bound the oldest keys go, so invented keys cost bounded memory.
         for key in ["b", "c", "d", "e", "f"] { _ = limiter.reserve([(limit, key)]) }
         #expect(["b", "c", "d", "e", "f", "a"].map { limiter.count($0) }.reduce(0, +) <= 4)
+    }
+
+    /// A log handler that keeps what it is given.
+    struct CapturingHandler: LogHandler {
+        let lines: Locked<[String]>
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            let fields = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            lines.value.append(([event.message.description] + fields).joined(separator: " "))
+        }
+    }
+
+    @Test func textLogsWriteControlCharactersOut() {
+        let lines = Locked<[String]>([])
+        let logger = Logger(label: "test") { _ in InertLogHandler(CapturingHandler(lines: lines)) }
+        logger.warning(
+            "renamed \u{1B}[2J", metadata: ["name": "a\nforged line", "list": .array(["\u{9B}"])])
+        // swift-log quotes an array's elements as Swift literals: the escaped text's backslash comes out doubled.
+        #expect(lines.value == [#"renamed \x1b[2J list=["\\x9b"] name=a\nforged line"#])
     }
 }
