@@ -1,0 +1,162 @@
+import Foundation
+import Postgres
+import Storage
+import Telemetry
+import TestSupport
+import Testing
+
+/// Cost priced from the minute rollups (migration 21), against figures computed by hand: a November in Fortaleza
+/// on the tarifa branca (three bands, holidays, the bandeira adder, a late reading, a new version mid-month) and a
+/// day across a DST change in Europe/Berlin, to the cent.
+@Suite(.serialized) struct TariffPricingTests {
+    /// An outlet drawing `watts` from `from` to `to` (UTC), a reading every 10 s: exactly watts × hours Wh, each
+    /// minute its sixtieth of an hour.
+    static func run(_ connection: PostgresConnection, deviceID: Int32, watts: Double, from: String, to: String)
+        throws
+    {
+        let start = try #require(RFC3339.date(from: from))
+        let end = try #require(RFC3339.date(from: to))
+        let count = Int(end.timeIntervalSince(start) / 10) + 1
+        let samples = (0..<count).map { index -> DeviceSample in
+            let at = start.addingTimeInterval(Double(index) * 10)
+            return DeviceSample(
+                deviceID: deviceID,
+                reading: Reading(
+                    measuredAt: at, receivedAt: at, voltageVolts: 230, currentAmperes: watts / 230, powerWatts: watts,
+                    energyWattHours: nil))
+        }
+        var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
+        batch.add(ClassifiedMessage(samples: samples), of: RawMessage(topic: "t", payload: [], receivedAt: Date()))
+        _ = try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).write(batch, to: connection)
+    }
+
+    static func tariff(_ url: String, _ name: String, _ yaml: String) throws {
+        let file = "\(try TestStack.shared().directory)/\(name)-\(UUID().uuidString).yaml"
+        try yaml.write(toFile: file, atomically: true, encoding: .utf8)
+        _ = try TestStack.run(
+            [try OutletdProcess.executable(), "tariff", "set", name, "--file", file],
+            environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
+    }
+
+    /// Sum of cost (and energy, kWh) over a period, by band (`base` outside every band).
+    static func cost(_ url: String, _ code: String, _ from: String, _ to: String) throws -> [String: (Double, Double)] {
+        let text = try Harness.scalar(
+            url,
+            """
+            SELECT string_agg(coalesce(band, 'base') || '=' || coalesce(round(c, 6)::text, 'null') || '/'
+                              || round(e::numeric / 1000, 6), ',' ORDER BY band)
+            FROM (SELECT band, sum(cost) AS c, sum(energy_wh) AS e
+                  FROM outletd_outlet_cost('\(code)', '\(from)', '\(to)') GROUP BY band) x
+            """)
+        var result: [String: (Double, Double)] = [:]
+        for entry in text.split(separator: ",") {
+            let parts = entry.split(separator: "=")
+            let values = parts[1].split(separator: "/")
+            result[String(parts[0])] = (Double(values[0]) ?? .nan, Double(values[1]) ?? .nan)
+        }
+        return result
+    }
+
+    @Test func aNovemberInFortalezaPricesToTheCent() throws {
+        let url = try Harness.migratedDatabase()
+        try Harness.register(["fort-1"], databaseURL: url)
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
+        try DeviceStore(connection: connection).setTimeZone("fort-1", "America/Fortaleza")
+        let deviceID = try #require(try DeviceStore(connection: connection).find("fort-1")?.id)
+        try Self.tariff(url, "branca", TariffFileTests.tarifaBranca)
+        _ = try TestStack.run(
+            [try OutletdProcess.executable(), "tariff", "assign", "branca", "--default"],
+            environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
+
+        // 1 kW for an hour at a time; Fortaleza is UTC−3 all year. Adder for November: 0.01885.
+        // before the tariff: Fri 30 Oct 18:00–19:00, no price.
+        try Self.run(
+            connection, deviceID: deviceID, watts: 1_000, from: "2026-10-30T21:00:00Z", to: "2026-10-30T22:00:00Z")
+        // A: Mon 2 Nov 18:00–19:00, a holiday: base 0.62 + 0.01885 = 0.63885.
+        try Self.run(
+            connection, deviceID: deviceID, watts: 1_000, from: "2026-11-02T21:00:00Z", to: "2026-11-02T22:00:00Z")
+        // B: Tue 3 Nov 17:30–18:30: ½ kWh intermediário 0.90885 + ½ kWh ponta 1.39885 = 1.15385.
+        try Self.run(
+            connection, deviceID: deviceID, watts: 1_000, from: "2026-11-03T20:30:00Z", to: "2026-11-03T21:30:00Z")
+        // C: Sat 7 Nov 18:00–19:00, no bands at weekends: 0.63885.
+        try Self.run(
+            connection, deviceID: deviceID, watts: 1_000, from: "2026-11-07T21:00:00Z", to: "2026-11-07T22:00:00Z")
+        // E: Sun 15 Nov 12:00–13:00 (a holiday too): 0.63885.
+        try Self.run(
+            connection, deviceID: deviceID, watts: 1_000, from: "2026-11-15T15:00:00Z", to: "2026-11-15T16:00:00Z")
+        // D: Mon 16 Nov 18:00–19:00, ponta: 1.39885 (1.51885 once the version from 16 Nov is loaded).
+        try Self.run(
+            connection, deviceID: deviceID, watts: 1_000, from: "2026-11-16T21:00:00Z", to: "2026-11-16T22:00:00Z")
+        // F, arriving late: Wed 4 Nov 21:30–22:30: ½ kWh intermediário 0.454425 + ½ kWh base 0.319425 = 0.77385.
+        try Self.run(
+            connection, deviceID: deviceID, watts: 1_000, from: "2026-11-05T00:30:00Z", to: "2026-11-05T01:30:00Z")
+
+        let (from, to) = ("2026-11-01T03:00:00Z", "2026-12-01T03:00:00Z")
+        var bands = try Self.cost(url, "fort-1", from, to)
+        #expect(bands["ponta"]?.1 == 1.5 && bands["intermediario"]?.1 == 1.0 && bands["base"]?.1 == 3.5, "\(bands)")
+        // ponta 0.699425 + 1.39885; intermediário 0.454425 × 2; base 0.63885 × 3 + 0.319425.
+        #expect(bands["ponta"]?.0 == 2.098275 && bands["intermediario"]?.0 == 0.90885, "\(bands)")
+        #expect(bands["base"]?.0 == 2.235975, "\(bands)")
+        var total = try Harness.scalar(
+            url, "SELECT round(sum(cost), 2) FROM outletd_outlet_cost('fort-1', '\(from)', '\(to)')")
+        #expect(total == "5.24")
+
+        // Before the tariff's first version: no price, NULL, never 0.
+        let october = try Self.cost(url, "fort-1", "2026-10-30T00:00:00Z", "2026-10-31T00:00:00Z")
+        #expect(october["base"]?.1 == 1.0 && october["base"]?.0.isNaN == true, "\(october)")
+
+        // A new version from 16 Nov: ponta 1.50. It prices its own period only.
+        try Self.tariff(
+            url, "branca",
+            TariffFileTests.tarifaBranca.replacingOccurrences(
+                of: "valid_from: 2026-11-01", with: "valid_from: 2026-11-16"
+            )
+            .replacingOccurrences(of: "1.38", with: "1.50"))
+        bands = try Self.cost(url, "fort-1", from, to)
+        #expect(bands["ponta"]?.0 == 0.699425 + 1.51885, "\(bands)")
+        total = try Harness.scalar(
+            url, "SELECT round(sum(cost), 2) FROM outletd_outlet_cost('fort-1', '\(from)', '\(to)')")
+        #expect(total == "5.36")
+        #expect(
+            try Harness.scalar(url, "SELECT DISTINCT currency FROM outletd_outlet_cost('fort-1', '\(from)', '\(to)')")
+                == "BRL")
+    }
+
+    @Test func aDayAcrossBerlinsDSTChangePricesBothOfItsRepeatedHours() throws {
+        let url = try Harness.migratedDatabase()
+        try Harness.register(["ber-1"], databaseURL: url)
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
+        let deviceID = try #require(try DeviceStore(connection: connection).find("ber-1")?.id)
+        // No clock in the file: the outlet's own zone.
+        try DeviceStore(connection: connection).setTimeZone("ber-1", "Europe/Berlin")
+        try Self.tariff(
+            url, "night",
+            """
+            currency: EUR
+            valid_from: 2026-10-01
+            price_per_kwh: 0.10
+            bands:
+              - {name: two, days: [mon, tue, wed, thu, fri, sat, sun], from: "02:00", to: "03:00", price_per_kwh: 1.00}
+            taxes_percent: 19
+            """)
+        _ = try TestStack.run(
+            [try OutletdProcess.executable(), "tariff", "assign", "night", "--outlet", "ber-1"],
+            environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
+        // Sunday 25 Oct 2026: 02:00–03:00 happens twice (CEST, then CET). 1 kW from 01:00 CEST (23:00 UTC) to
+        // 04:00 CET (03:00 UTC): 1 kWh base, 2 kWh in the band, 1 kWh base = (0.10 + 2.00 + 0.10) × 1.19 = 2.618.
+        try Self.run(
+            connection, deviceID: deviceID, watts: 1_000, from: "2026-10-24T23:00:00Z", to: "2026-10-25T03:00:00Z")
+        let bands = try Self.cost(url, "ber-1", "2026-10-24T22:00:00Z", "2026-10-25T23:00:00Z")
+        #expect(bands["two"]?.1 == 2.0 && bands["base"]?.1 == 2.0, "\(bands)")
+        #expect(bands["two"]?.0 == 2.38 && bands["base"]?.0 == 0.238, "\(bands)")
+        let total = try Harness.scalar(
+            url,
+            "SELECT round(sum(cost), 2) FROM outletd_outlet_cost('ber-1', '2026-10-24T22:00:00Z', '2026-10-25T23:00:00Z')"
+        )
+        #expect(total == "2.62")
+    }
+}
