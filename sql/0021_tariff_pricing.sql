@@ -83,8 +83,9 @@ LANGUAGE sql STABLE AS $$
     FROM devices d WHERE d.id = p_device_id
 $$;
 
--- An outlet's energy and cost by hour and band over [p_from, p_to): each minute rollup priced at the segment it
--- starts in. Minutes without a price (before the tariff's first version, or no tariff) have cost NULL.
+-- An outlet's energy and cost by local hour (the hour's start in the outlet's zone) and band over [p_from, p_to):
+-- each minute rollup priced at the segment it starts in. Minutes without a price (before the tariff's first
+-- version, or no tariff at all) have cost NULL: an hour's cost is NULL only when none of its minutes has a price.
 CREATE FUNCTION outletd_outlet_cost(p_code text, p_from timestamptz, p_to timestamptz)
 RETURNS TABLE (hour_start timestamptz, band text, energy_wh double precision, cost numeric, currency text)
 LANGUAGE sql STABLE AS $$
@@ -94,7 +95,7 @@ LANGUAGE sql STABLE AS $$
     ), segments AS (
         SELECT s.* FROM outlet, outletd_tariff_segments(outlet.tariff_id, outlet.zone, p_from, p_to) s
     )
-    SELECT date_trunc('hour', m.bucket_start, 'UTC') AS hour_start, s.band, sum(m.energy_wh) AS energy_wh,
+    SELECT date_trunc('hour', m.bucket_start, outlet.zone) AS hour_start, s.band, sum(m.energy_wh) AS energy_wh,
            sum(m.energy_wh::numeric / 1000 * s.price_per_kwh) AS cost, outlet.currency
     FROM outlet
     JOIN power_rollups_minute m ON m.device_id = outlet.device_id
@@ -104,4 +105,52 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 COMMENT ON FUNCTION outletd_outlet_cost(text, timestamptz, timestamptz) IS
-    'Energy (Wh) and cost (numeric, unrounded) of an outlet by UTC hour and band; cost NULL where no price.';
+    'Energy (Wh) and cost (numeric, unrounded) of an outlet by local hour and band; cost NULL where no price.';
+
+-- For dashboards: every outlet's cost by hour and band over all its minute rollups (kept retention.minute_rollup_days).
+-- For a range, outletd_outlet_cost(code, from, to) reads only that range.
+CREATE VIEW outlet_cost_hourly AS
+SELECT d.code, c.hour_start, c.energy_wh, c.cost, c.currency, c.band
+FROM devices d
+CROSS JOIN LATERAL (
+    SELECT min(m.bucket_start) AS first_minute, max(m.bucket_start) + interval '1 minute' AS after_last
+    FROM power_rollups_minute m WHERE m.device_id = d.id
+) r
+CROSS JOIN LATERAL outletd_outlet_cost(d.code, r.first_minute, r.after_last) c
+WHERE r.first_minute IS NOT NULL;
+
+COMMENT ON VIEW outlet_cost_hourly IS
+    'Energy (Wh) and cost per outlet, local hour and band (band NULL outside every band); cost NULL without a price. '
+    'Money unrounded (numeric): round once, at display, to the currency''s minor unit.';
+COMMENT ON COLUMN outlet_cost_hourly.hour_start IS 'Start of the hour in the outlet''s time zone, as an instant.';
+
+CREATE VIEW outlet_cost_daily AS
+SELECT h.code, (h.hour_start AT TIME ZONE outletd_outlet_zone(d.id))::date AS day, sum(h.energy_wh) AS energy_wh,
+       sum(h.cost) AS cost, h.currency
+FROM outlet_cost_hourly h JOIN devices d ON d.code = h.code
+GROUP BY 1, 2, h.currency;
+
+COMMENT ON VIEW outlet_cost_daily IS
+    'Energy (Wh) and cost per outlet and day of its time zone (devices.time_zone, else rollups.time_zone).';
+
+-- What an outlet's standby costs: the lowest power it sustains (the 5th percentile of its hourly minimum over the
+-- last 7 days), drawn for a month at its tariff (the last 30 days' prices: kW × Σ hours × price per kWh).
+CREATE VIEW outlet_standby AS
+SELECT d.code, s.standby_watts, s.standby_watts::numeric / 1000 * p.priced_hours AS month_cost, t.currency
+FROM devices d
+CROSS JOIN LATERAL (
+    SELECT percentile_cont(0.05) WITHIN GROUP (ORDER BY h.min_power_watts) AS standby_watts
+    FROM power_rollups_hourly h
+    WHERE h.device_id = d.id AND h.bucket_start >= now() - interval '7 days' AND h.min_power_watts IS NOT NULL
+) s
+LEFT JOIN outlet_tariffs o ON o.device_id = d.id
+LEFT JOIN tariffs t ON t.id = o.tariff_id
+LEFT JOIN LATERAL (
+    SELECT sum(extract(epoch FROM least(g.ends_at, now()) - greatest(g.starts_at, now() - interval '30 days'))
+               / 3600 * g.price_per_kwh) AS priced_hours
+    FROM outletd_tariff_segments(o.tariff_id, outletd_outlet_zone(d.id), now() - interval '30 days', now()) g
+) p ON o.tariff_id IS NOT NULL
+WHERE s.standby_watts IS NOT NULL;
+
+COMMENT ON VIEW outlet_standby IS
+    'Standby: 5th percentile of the hourly minimum power over 7 days (W), and its cost for a month at the tariff.';
