@@ -8,6 +8,8 @@ enum JSONOutput {
     case bool(Bool)
     case number(Double)
     case integer(Int64)
+    /// An exact decimal as PostgreSQL's `numeric` prints it (`5.243100`): money, never through floating point.
+    case decimal(String)
     case string(String)
     case array([JSONOutput])
     case object([(String, JSONOutput)])
@@ -16,6 +18,7 @@ enum JSONOutput {
     static func optional(_ value: String?) -> JSONOutput { value.map { .string($0) } ?? .null }
     static func optional(_ value: Bool?) -> JSONOutput { value.map { .bool($0) } ?? .null }
     static func optional(_ value: Date?) -> JSONOutput { value.map { .string(timestamp($0)) } ?? .null }
+    static func money(_ value: String?) -> JSONOutput { value.map { .decimal($0) } ?? .null }
 
     /// RFC 3339 in UTC with milliseconds: `2026-11-25T08:10:00.250Z`.
     static func timestamp(_ date: Date) -> String {
@@ -31,11 +34,20 @@ enum JSONOutput {
             // Three decimals are more than any meter resolves; an integral value prints without them.
             value.isFinite ? Self.decimal(value) : "null"
         case .integer(let value): String(value)
+        case .decimal(let value): Self.isDecimal(value) ? value : "null"
         case .string(let value): jsonString(value)
         case .array(let values): "[" + values.map(\.text).joined(separator: ",") + "]"
         case .object(let members):
             "{" + members.map { jsonString($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
         }
+    }
+
+    /// Whether `text` is a JSON number in plain decimal form (`-12.5`, `0.000000`).
+    static func isDecimal(_ text: String) -> Bool {
+        let digits = text.hasPrefix("-") ? text.dropFirst() : text[...]
+        let parts = digits.split(separator: ".", omittingEmptySubsequences: false)
+        return (1...2).contains(parts.count)
+            && parts.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }
     }
 
     private static func decimal(_ value: Double) -> String {

@@ -158,22 +158,24 @@ public struct OwnerAPI: Sendable {
         if let from, let to, !(from < to && to.timeIntervalSince(from) <= 366 * 86_400) {
             throw HTTPError(.badRequest, message: "to: must be after from, by at most 366 days")
         }
-        let found = try await database.run { store -> (OwnedOutlet, OwnedOutletFigures, Date, Date)? in
+        let found = try await database.run {
+            store -> (OwnedOutlet, OwnedOutletFigures, OwnedOutletCost, Date, Date)? in
             guard let outlet = try store.outlet(userID: userID, code: code) else { return nil }
             var period = (from, to)
             if from == nil, let today = try store.localDay(userID: userID, code: code, date: nil) {
                 period = (today.start, today.end)
             }
             guard let start = period.0, let end = period.1,
-                let figures = try store.figures(userID: userID, code: code, from: start, to: end)
+                let figures = try store.figures(userID: userID, code: code, from: start, to: end),
+                let cost = try store.cost(userID: userID, code: code, from: start, to: end)
             else { return nil }
-            return (outlet, figures, start, end)
+            return (outlet, figures, cost, start, end)
         }
-        guard let (outlet, figures, start, end) = found else { throw Self.noOutlet(code) }
+        guard let (outlet, figures, cost, start, end) = found else { throw Self.noOutlet(code) }
         return JSONOutput.object(
             Self.members(outlet) + [
                 ("from", .string(JSONOutput.timestamp(start))), ("to", .string(JSONOutput.timestamp(end))),
-            ] + Self.members(figures)
+            ] + Self.members(figures) + Self.members(cost)
         ).response()
     }
 
@@ -206,7 +208,8 @@ public struct OwnerAPI: Sendable {
             throw Self.noOutlet(code)
         }
         let hours = day.hours.map { hour -> JSONOutput in
-            .object([("hour", .integer(Int64(hour.hour)))] + Self.members(hour.figures))
+            .object(
+                [("hour", .integer(Int64(hour.hour)))] + Self.members(hour.figures) + [("cost", .money(hour.cost))])
         }
         return JSONOutput.object([
             ("date", .string(day.date)), ("timezone", .string(day.timeZone)), ("hours", .array(hours)),
@@ -259,6 +262,16 @@ public struct OwnerAPI: Sendable {
         [
             ("average_power_watts", .optional(figures.averagePowerWatts)),
             ("peak_power_watts", .optional(figures.peakPowerWatts)), ("energy_wh", .optional(figures.energyWattHours)),
+        ]
+    }
+
+    /// Money as exact decimals with six places (round to the currency's minor unit where it is shown).
+    static func members(_ cost: OwnedOutletCost) -> [(String, JSONOutput)] {
+        [
+            ("cost", .money(cost.cost)), ("currency", .optional(cost.currency)),
+            ("month_to_date_cost", .money(cost.monthToDateCost)),
+            ("projected_month_cost", .money(cost.projectedMonthCost)),
+            ("standby_watts", .optional(cost.standbyWatts)), ("standby_month_cost", .money(cost.standbyMonthCost)),
         ]
     }
 

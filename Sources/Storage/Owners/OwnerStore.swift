@@ -59,6 +59,8 @@ public struct OwnedOutletHour: Sendable, Equatable {
     /// 0–23, the local hour of the outlet's time zone.
     public var hour: Int
     public var figures: OwnedOutletFigures
+    /// What the hour's energy cost (numeric text, six decimals), nil without a price.
+    public var cost: String? = nil
 }
 
 /// A command as its requester sees it.
@@ -387,7 +389,7 @@ public struct OwnerStore {
         let result = try connection.execute(
             """
             SELECT extract(hour FROM s.local_hour)::int,
-                   h.average_power_watts, h.peak_power_watts, h.energy_wh
+                   h.average_power_watts, h.peak_power_watts, h.energy_wh, round(c.cost, 6)::text
             FROM generate_series($3::timestamptz, $4::timestamptz - interval '1 hour', interval '1 hour') AS g(at)
             CROSS JOIN LATERAL (SELECT g.at AT TIME ZONE $5 AS local_hour) s
             LEFT JOIN LATERAL (
@@ -404,6 +406,9 @@ public struct OwnerStore {
                            AS average_power_watts,
                        x.peak_power_watts, x.energy_wh
             ) h
+            LEFT JOIN (
+                SELECT hour_start, sum(cost) AS cost FROM outletd_outlet_cost($2, $3, $4) GROUP BY hour_start
+            ) c ON c.hour_start = g.at
             ORDER BY g.at
             """, [userID, code, day.start, day.end, day.timeZone])
         let hours = try (0..<result.rowCount).map { row in
@@ -412,7 +417,8 @@ public struct OwnerStore {
                 figures: OwnedOutletFigures(
                     averagePowerWatts: try result.double(row: row, column: 1),
                     peakPowerWatts: try result.double(row: row, column: 2),
-                    energyWattHours: try result.double(row: row, column: 3)))
+                    energyWattHours: try result.double(row: row, column: 3)),
+                cost: result[row, 4])
         }
         return (day.date, day.timeZone, hours)
     }

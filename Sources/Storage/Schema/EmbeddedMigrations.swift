@@ -2311,7 +2311,10 @@ extension Migration {
                 ), segments AS (
                     SELECT s.* FROM outlet, outletd_tariff_segments(outlet.tariff_id, outlet.zone, p_from, p_to) s
                 )
-                SELECT date_trunc('hour', m.bucket_start, outlet.zone) AS hour_start, s.band, sum(m.energy_wh) AS energy_wh,
+                -- The local hour a minute falls in starts that minute minus its local minute of the hour (the rollups' rule), so
+                -- each of the two 02:00 hours of a night when clocks go back keeps its own minutes.
+                SELECT m.bucket_start - extract(minute FROM m.bucket_start AT TIME ZONE outlet.zone)::int * interval '1 minute'
+                           AS hour_start, s.band, sum(m.energy_wh) AS energy_wh,
                        sum(m.energy_wh::numeric / 1000 * s.price_per_kwh) AS cost, outlet.currency
                 FROM outlet
                 JOIN power_rollups_minute m ON m.device_id = outlet.device_id
