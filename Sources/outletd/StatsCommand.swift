@@ -71,6 +71,7 @@ struct StatsCommand: ParsableCommand {
             average power: \(Format.watts(stats.averagePowerWatts))
             peak power:    \(peak)
             energy:        \(String(format: "%.3f Wh", stats.energyWattHours))
+            cost:          \(Self.describe(try query.cost(code: code, since: start)))
             last reading:  \(stats.lastReadingAt.map(Format.timestamp) ?? "none in this period")
 
             average power by hour:
@@ -89,6 +90,7 @@ struct StatsCommand: ParsableCommand {
             "average_power_watts": JSONOutput.value(stats.averagePowerWatts),
             "peak_power_watts": JSONOutput.value(stats.peakPowerWatts), "peak_at": JSONOutput.value(stats.peakAt),
             "energy_watt_hours": stats.energyWattHours, "last_reading_at": JSONOutput.value(stats.lastReadingAt),
+            "cost": Self.object(try query.cost(code: code, since: start)),
             "hours": stats.hours.map { hour -> [String: Any] in
                 [
                     "starts_at": Format.timestamp(hour.startsAt), "average_power_watts": hour.averagePowerWatts,
@@ -131,5 +133,57 @@ struct StatsCommand: ParsableCommand {
             text += "; rejected: " + rejections.map { "\($0.reason) \($0.count)" }.joined(separator: ", ")
         }
         return text
+    }
+
+    /// `5.24 BRL (ponta 2.10, intermediario 0.91, outside bands 2.24)`, rounded to the currency's minor unit, or
+    /// why there is no cost.
+    static func describe(_ cost: PeriodCost) -> String {
+        guard let currency = cost.currency else { return "no tariff (outletd tariff assign)" }
+        guard let total = cost.cost else { return "no price for this period (before the tariff's first version)" }
+        let bands = cost.bands.filter { $0.cost != nil }
+        var text = "\(Money.rounded(total, currency)) \(currency)"
+        if bands.count > 1 || bands.first?.band != nil {
+            text +=
+                " ("
+                + bands.map {
+                    "\(OwnerText.inert($0.band ?? "outside bands")) \(Money.rounded($0.cost ?? "0", currency))"
+                }
+                .joined(separator: ", ") + ")"
+        }
+        return text
+    }
+
+    /// `--format json`: the exact cost (six decimals, a JSON number), the currency and the bands.
+    static func object(_ cost: PeriodCost) -> [String: Any] {
+        [
+            "cost": cost.cost.flatMap { Decimal(string: $0) }.map { $0 as Any } ?? NSNull(),
+            "currency": JSONOutput.value(cost.currency),
+            "bands": cost.bands.map { band -> [String: Any] in
+                [
+                    "band": JSONOutput.value(band.band), "energy_watt_hours": band.energyWattHours,
+                    "cost": band.cost.flatMap { Decimal(string: $0) }.map { $0 as Any } ?? NSNull(),
+                ]
+            },
+        ]
+    }
+}
+
+/// Money for people: rounded once, half away from zero, to the currency's minor unit (2 for BRL, EUR, USD; 0 for
+/// JPY; 3 for KWD, ISO 4217).
+enum Money {
+    static func rounded(_ amount: String, _ currency: String) -> String {
+        guard var value = Decimal(string: amount) else { return amount }
+        let formatter = NumberFormatter()
+        formatter.numberStyle = .currency
+        formatter.currencyCode = currency
+        let digits = formatter.maximumFractionDigits
+        var result = Decimal()
+        NSDecimalRound(&result, &value, digits, .plain)
+        let plain = NumberFormatter()
+        plain.locale = Locale(identifier: "en_US_POSIX")
+        plain.minimumFractionDigits = digits
+        plain.maximumFractionDigits = digits
+        plain.minimumIntegerDigits = 1
+        return plain.string(from: result as NSDecimalNumber) ?? "\(result)"
     }
 }

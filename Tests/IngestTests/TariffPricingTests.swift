@@ -122,6 +122,72 @@ import Testing
         #expect(
             try Harness.scalar(url, "SELECT DISTINCT currency FROM outletd_outlet_cost('fort-1', '\(from)', '\(to)')")
                 == "BRL")
+
+        // The dashboards' views: days in the outlet's zone, hours by band.
+        #expect(
+            try Harness.scalar(
+                url,
+                "SELECT round(cost, 6) || ' ' || round(energy_wh::numeric, 3) || ' ' || currency FROM outlet_cost_daily "
+                    + "WHERE day = '2026-11-03'") == "1.153850 1000.000 BRL")
+        #expect(
+            try Harness.scalar(
+                url,
+                """
+                SELECT string_agg(to_char(hour_start AT TIME ZONE 'America/Fortaleza', 'HH24:MI') || ' '
+                                  || coalesce(band, 'base') || ' ' || round(cost, 6), ', ' ORDER BY hour_start, band)
+                FROM outlet_cost_hourly WHERE hour_start >= '2026-11-03T20:00:00Z' AND hour_start < '2026-11-04T00:00:00Z'
+                """) == "17:00 intermediario 0.454425, 18:00 ponta 0.699425")
+        #expect(
+            try Harness.scalar(
+                url, "SELECT round(sum(cost), 2) FROM outlet_cost_daily WHERE day BETWEEN '2026-11-01' AND '2026-11-30'"
+            )
+                == "5.36")
+        #expect(
+            try Harness.scalar(url, "SELECT count(*) FROM outlet_cost_daily WHERE day = '2026-10-30' AND cost IS NULL")
+                == "1")
+
+        // outletd stats: rounded once, to the cent; exact in JSON.
+        let environment = ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""]
+        let stats = try TestStack.run(
+            [try OutletdProcess.executable(), "stats", "fort-1", "--since", "2026-11-01T03:00:00Z"],
+            environment: environment)
+        #expect(
+            stats.contains("cost:          5.36 BRL (intermediario 0.91, ponta 2.22, outside bands 2.24)"), "\(stats)")
+        let json = try TestStack.run(
+            [
+                try OutletdProcess.executable(), "stats", "fort-1", "--since", "2026-11-01T03:00:00Z", "--format",
+                "json",
+            ],
+            environment: environment)
+        #expect(json.contains(#""cost":5.3631"#) && json.contains(#""currency":"BRL""#), "\(json)")
+    }
+
+    @Test func standbyIsTheLowestSustainedPowerAndWhatItCostsAMonth() throws {
+        let url = try Harness.migratedDatabase()
+        try Harness.register(["tv-1"], databaseURL: url)
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
+        try DeviceStore(connection: connection).setTimeZone("tv-1", "UTC")
+        let deviceID = try #require(try DeviceStore(connection: connection).find("tv-1")?.id)
+        try Self.tariff(url, "flat", "currency: EUR\nvalid_from: 2026-01-01\nprice_per_kwh: 1.00\n")
+        _ = try TestStack.run(
+            [try OutletdProcess.executable(), "tariff", "assign", "flat", "--default"],
+            environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
+        // Three hours in standby at 5 W, then an hour watching at 100 W, all within the last 7 days.
+        let hour = (Date().timeIntervalSince1970 / 3_600).rounded(.down) * 3_600 - 6 * 3_600
+        func at(_ hours: Double) -> String {
+            Date(timeIntervalSince1970: hour + hours * 3_600).formatted(.iso8601)
+        }
+        try Self.run(connection, deviceID: deviceID, watts: 5, from: at(0), to: at(3))
+        try Self.run(
+            connection, deviceID: deviceID, watts: 100, from: at(3).replacingOccurrences(of: ":00Z", with: ":10Z"),
+            to: at(4))
+        // 5 W for the 720 hours of the last 30 days at 1.00 per kWh: 3.60.
+        #expect(
+            try Harness.scalar(
+                url, "SELECT standby_watts || ' ' || round(month_cost, 4) || ' ' || currency FROM outlet_standby")
+                == "5 3.6000 EUR")
     }
 
     @Test func aDayAcrossBerlinsDSTChangePricesBothOfItsRepeatedHours() throws {

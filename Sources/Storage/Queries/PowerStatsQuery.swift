@@ -95,3 +95,43 @@ public enum PowerBarChart {
         }.joined(separator: "\n")
     }
 }
+
+/// What an outlet's energy cost over a period, from `outletd_outlet_cost` (migration 21): money as `numeric`
+/// text with six decimals.
+public struct PeriodCost: Sendable, Equatable {
+    /// One band's share (`band` nil outside every band).
+    public struct Band: Sendable, Equatable {
+        public var band: String?
+        public var energyWattHours: Double
+        public var cost: String?
+    }
+
+    /// Nil when no minute of the period has a price.
+    public var cost: String?
+    /// The outlet's tariff's currency, nil without a tariff.
+    public var currency: String?
+    public var bands: [Band]
+}
+
+extension PowerStatsQuery {
+    /// The cost of outlet `code` from `since` to now, by band.
+    public func cost(code: String, since: Date) throws -> PeriodCost {
+        let result = try connection.execute(
+            """
+            SELECT band, sum(energy_wh), round(sum(cost), 6)::text, max(currency)
+            FROM outletd_outlet_cost($1, $2, now()) GROUP BY band ORDER BY band NULLS LAST
+            """, [code, since])
+        var bands: [PeriodCost.Band] = []
+        var currency: String?
+        for row in 0..<result.rowCount {
+            bands.append(
+                .init(
+                    band: result[row, 0], energyWattHours: try result.double(row: row, column: 1) ?? 0,
+                    cost: result[row, 2]))
+            currency = currency ?? result[row, 3]
+        }
+        let costs = bands.compactMap { $0.cost.flatMap { Decimal(string: $0) } }
+        let total = costs.isEmpty ? nil : costs.reduce(Decimal(0), +)
+        return PeriodCost(cost: total.map { "\($0)" }, currency: currency, bands: bands)
+    }
+}
