@@ -60,6 +60,10 @@ extension OwnerPage {
             <div><dt data-t="average">Average today</dt><dd id="detail-average">–</dd></div>
             <div><dt data-t="peak">Peak today</dt><dd id="detail-peak">–</dd></div>
             <div><dt data-t="energy">Energy today</dt><dd id="detail-energy">–</dd></div>
+            <div><dt data-t="costToday">Cost today</dt><dd id="detail-cost">–</dd></div>
+            <div><dt data-t="costMonth">This month so far</dt><dd id="detail-month">–</dd></div>
+            <div><dt data-t="costProjected">Projected this month</dt><dd id="detail-projected">–</dd></div>
+            <div><dt data-t="standby">Standby</dt><dd id="detail-standby">–</dd></div>
           </dl>
           <p><span data-t="state">State</span>: <strong id="detail-state">–</strong></p>
           <div class="buttons">

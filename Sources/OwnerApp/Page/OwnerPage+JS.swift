@@ -10,6 +10,8 @@ extension OwnerPage {
               addOutlet: "Add outlet", code: "Code printed on the outlet", name: "Name", description: "Description",
               claimKey: "Claim key on the label (XXXX-XXXX-XXXX)",
               tooManyClaims: "Too many failed attempts. Check the code and key on the label and try again later.",
+              costToday: "Cost today", costMonth: "This month so far", costProjected: "Projected this month",
+              standby: "Standby", perMonth: " a month",
               save: "Save", cancel: "Cancel", codeShort: "Code", power: "Power now", average: "Average today",
               peak: "Peak today", energy: "Energy today", state: "State", turnOn: "Turn on", turnOff: "Turn off",
               chart: "Chart", edit: "Edit", back: "Back", release: "Remove from my outlets", chartTitle: "Power by hour", day: "Day",
@@ -29,6 +31,8 @@ extension OwnerPage {
               addOutlet: "Adicionar tomada", code: "Código impresso na tomada", name: "Nome", description: "Descrição",
               claimKey: "Chave impressa na etiqueta (XXXX-XXXX-XXXX)",
               tooManyClaims: "Muitas tentativas. Confira o código e a chave na etiqueta e tente mais tarde.",
+              costToday: "Custo de hoje", costMonth: "Este mês até agora", costProjected: "Previsão do mês",
+              standby: "Em espera", perMonth: " por mês",
               save: "Salvar", cancel: "Cancelar", codeShort: "Código", power: "Potência agora", average: "Média de hoje",
               peak: "Pico de hoje", energy: "Energia de hoje", state: "Estado", turnOn: "Ligar", turnOff: "Desligar",
               chart: "Gráfico", edit: "Editar", back: "Voltar", release: "Remover das minhas tomadas", chartTitle: "Potência por hora",
@@ -154,6 +158,12 @@ extension OwnerPage {
               $("detail-average").textContent = watts(outlet.average_power_watts);
               $("detail-peak").textContent = watts(outlet.peak_power_watts);
               $("detail-energy").textContent = wattHours(outlet.energy_wh);
+              $("detail-cost").textContent = money(outlet.cost, outlet.currency);
+              $("detail-month").textContent = money(outlet.month_to_date_cost, outlet.currency);
+              $("detail-projected").textContent = money(outlet.projected_month_cost, outlet.currency);
+              $("detail-standby").textContent = outlet.standby_watts === null ? "–"
+                : watts(outlet.standby_watts) + (outlet.standby_month_cost === null ? ""
+                  : " · " + money(outlet.standby_month_cost, outlet.currency) + t.perMonth);
               var stateNode = $("detail-state");
               stateNode.textContent = stateText(outlet.state);
               stateNode.className = outlet.state || "";
@@ -228,9 +238,16 @@ extension OwnerPage {
               });
           }
 
+          // Money rounded once, here, to the currency's minor unit, in the page's language: R$ 1.234,56 in pt-BR.
+          function money(value, currency) {
+            if (value === null || value === undefined || !currency) return "–";
+            return new Intl.NumberFormat(language, { style: "currency", currency: currency }).format(value);
+          }
+
           function drawChart(day) {
             var ns = "http://www.w3.org/2000/svg";
-            var width = 480, height = 200, top = 10, bottom = 20, slot = width / day.hours.length;
+            var currency = state.outlet ? state.outlet.currency : null;
+            var axis = 44, width = 480, height = 200, top = 10, bottom = 20, slot = (width - axis) / day.hours.length;
             var max = 0;
             day.hours.forEach(function (hour) {
               if (hour.average_power_watts !== null && hour.average_power_watts > max) max = hour.average_power_watts;
@@ -239,13 +256,31 @@ extension OwnerPage {
             svg.setAttribute("viewBox", "0 0 " + width + " " + height);
             svg.setAttribute("role", "img");
             svg.setAttribute("aria-label", t.chartTitle);
+            // The value axis: 0, half and the highest hour, in watts.
+            [0, 0.5, 1].forEach(function (fraction) {
+              var y = height - bottom - (height - top - bottom) * fraction;
+              var line = document.createElementNS(ns, "line");
+              line.setAttribute("x1", String(axis - 4));
+              line.setAttribute("x2", String(width));
+              line.setAttribute("y1", y.toFixed(1));
+              line.setAttribute("y2", y.toFixed(1));
+              line.setAttribute("class", "grid");
+              svg.appendChild(line);
+              var value = document.createElementNS(ns, "text");
+              value.setAttribute("x", String(axis - 6));
+              value.setAttribute("y", (y + 3).toFixed(1));
+              value.setAttribute("text-anchor", "end");
+              value.setAttribute("class", "axis");
+              value.textContent = max > 0 ? Math.round(max * fraction) + " W" : (fraction === 0 ? "0 W" : "");
+              svg.appendChild(value);
+            });
             var withData = 0;
             day.hours.forEach(function (hour, index) {
               var has = hour.average_power_watts !== null;
               if (has) withData++;
               var barHeight = has && max > 0 ? Math.max(1, (height - top - bottom) * hour.average_power_watts / max) : (has ? 1 : 2);
               var rect = document.createElementNS(ns, "rect");
-              rect.setAttribute("x", (index * slot + 1).toFixed(1));
+              rect.setAttribute("x", (axis + index * slot + 1).toFixed(1));
               rect.setAttribute("width", (slot - 2).toFixed(1));
               rect.setAttribute("y", (height - bottom - barHeight).toFixed(1));
               rect.setAttribute("height", barHeight.toFixed(1));
@@ -253,12 +288,13 @@ extension OwnerPage {
               rect.setAttribute("data-hour", String(hour.hour));
               var title = document.createElementNS(ns, "title");
               var label = (hour.hour < 10 ? "0" : "") + hour.hour + ":00";
-              title.textContent = label + " – " + (has ? watts(hour.average_power_watts) : t.noData);
+              title.textContent = label + " – " + (has ? watts(hour.average_power_watts) : t.noData)
+                + (hour.cost !== null && hour.cost !== undefined ? " · " + money(hour.cost, currency) : "");
               rect.appendChild(title);
               svg.appendChild(rect);
               if (index % 3 === 0) {
                 var text = document.createElementNS(ns, "text");
-                text.setAttribute("x", (index * slot + 1).toFixed(1));
+                text.setAttribute("x", (axis + index * slot + 1).toFixed(1));
                 text.setAttribute("y", String(height - 5));
                 text.textContent = label;
                 svg.appendChild(text);
