@@ -33,20 +33,11 @@ COMMENT ON COLUMN tariff_versions.price_per_kwh IS 'Price per kWh outside every 
 COMMENT ON COLUMN tariff_versions.holidays IS 'Days on which no band applies.';
 COMMENT ON COLUMN tariff_versions.source IS 'The file as it was loaded.';
 
--- An unknown zone name is refused when it is written (as for devices.time_zone).
-CREATE FUNCTION outletd_tariff_versions_check_time_zone() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.time_zone IS NOT NULL THEN
-        PERFORM now() AT TIME ZONE NEW.time_zone;
-    END IF;
-    RETURN NEW;
-END
-$$;
-
+-- An unknown zone name is refused when it is written, by the check of devices.time_zone (migration 18), which
+-- reads only NEW.time_zone.
 CREATE TRIGGER tariff_versions_check_time_zone
     BEFORE INSERT OR UPDATE OF time_zone ON tariff_versions
-    FOR EACH ROW EXECUTE FUNCTION outletd_tariff_versions_check_time_zone();
+    FOR EACH ROW EXECUTE FUNCTION outletd_devices_check_time_zone();
 
 -- A version's time-of-day bands, in the file's order: the first that matches a minute wins, and bands sharing
 -- a day never overlap (the loader refuses such a file). Minutes after local midnight; to_minute 1440 is 24:00.

@@ -17,13 +17,14 @@ LANGUAGE sql STABLE AS $$
                 ELSE p_local AT TIME ZONE p_zone END
 $$;
 
--- The constant-price intervals of tariff p_tariff_id over [p_from, p_to): each local day of the tariff's clock
--- (the version's time_zone, else p_zone) is cut at midnight and at its bands' edges; each piece carries the
--- first band that covers it (NULL outside every band) and its price per kWh with the month's adder and the
--- taxes: (price + adder) × (1 + taxes_percent / 100). A version prices from its valid_from until the next one's.
--- Before the first version there is no price and no row.
-CREATE FUNCTION outletd_tariff_segments(p_tariff_id bigint, p_zone text, p_from timestamptz, p_to timestamptz)
-RETURNS TABLE (starts_at timestamptz, ends_at timestamptz, band text, price_per_kwh numeric)
+-- The prices of tariff p_tariff_id on the local days of its clock (the version's time_zone, else p_zone) that
+-- [p_from, p_to) touches: each day is cut at midnight and at the edges of the bands that apply that day (its
+-- weekday, unless it is a holiday), and each piece [from_minute, to_minute) of the day carries the first band that
+-- covers it (NULL outside every band) and its price per kWh with the month's adder and the taxes:
+-- (price + adder) × (1 + taxes_percent / 100). A version prices from its valid_from until the next one's; before
+-- the first version there is no price and no row.
+CREATE FUNCTION outletd_tariff_pieces(p_tariff_id bigint, p_zone text, p_from timestamptz, p_to timestamptz)
+RETURNS TABLE (zone text, day date, from_minute integer, to_minute integer, band text, price_per_kwh numeric)
 LANGUAGE sql STABLE AS $$
     WITH versions AS (
         SELECT v.*, coalesce(v.time_zone, p_zone) AS zone,
@@ -32,7 +33,7 @@ LANGUAGE sql STABLE AS $$
     ), days AS (
         SELECT v.id AS version_id, v.zone, v.price_per_kwh, v.taxes_percent, v.holidays, d::date AS day
         FROM versions v,
-             generate_series(greatest(v.valid_from, (p_from AT TIME ZONE v.zone)::date - 1),
+             generate_series(greatest(v.valid_from, (p_from AT TIME ZONE v.zone)::date),
                              least(coalesce(v.valid_until - 1, 'infinity'::date), (p_to AT TIME ZONE v.zone)::date),
                              interval '1 day') AS d
     ), day_bands AS (
@@ -48,27 +49,34 @@ LANGUAGE sql STABLE AS $$
         SELECT version_id, day, minute AS from_minute,
                lead(minute) OVER (PARTITION BY version_id, day ORDER BY minute) AS to_minute
         FROM edges
-    ), priced AS (
-        SELECT days.zone, days.day, p.from_minute, p.to_minute, band.name AS band,
-               (coalesce(band.band_price, days.price_per_kwh) + coalesce(a.per_kwh, 0))
-                   * (1 + days.taxes_percent / 100) AS price_per_kwh
-        FROM pieces p
-        JOIN days ON days.version_id = p.version_id AND days.day = p.day
-        LEFT JOIN LATERAL (
-            SELECT db.name, db.band_price FROM day_bands db
-            WHERE db.version_id = p.version_id AND db.day = p.day
-              AND db.from_minute <= p.from_minute AND p.to_minute <= db.to_minute
-            ORDER BY db.position LIMIT 1
-        ) band ON true
-        LEFT JOIN tariff_monthly_adders a
-               ON a.version_id = p.version_id AND a.month = date_trunc('month', p.day)::date
-        WHERE p.to_minute IS NOT NULL
     )
-    SELECT s.starts_at, s.ends_at, priced.band, priced.price_per_kwh
-    FROM priced
+    SELECT days.zone, days.day, p.from_minute, p.to_minute, band.name,
+           (coalesce(band.band_price, days.price_per_kwh) + coalesce(a.per_kwh, 0)) * (1 + days.taxes_percent / 100)
+    FROM pieces p
+    JOIN days ON days.version_id = p.version_id AND days.day = p.day
+    LEFT JOIN LATERAL (
+        SELECT db.name, db.band_price FROM day_bands db
+        WHERE db.version_id = p.version_id AND db.day = p.day
+          AND db.from_minute <= p.from_minute AND p.to_minute <= db.to_minute
+        ORDER BY db.position LIMIT 1
+    ) band ON true
+    LEFT JOIN tariff_monthly_adders a ON a.version_id = p.version_id AND a.month = date_trunc('month', p.day)::date
+    WHERE p.to_minute IS NOT NULL
+$$;
+
+COMMENT ON FUNCTION outletd_tariff_pieces(bigint, text, timestamptz, timestamptz) IS
+    'Prices of a tariff by local day and minutes of the day: band (NULL outside every band), price per kWh with '
+    'adder and taxes.';
+
+-- The same as instants: constant-price intervals [starts_at, ends_at) (outletd_local_instant's rule at DST).
+CREATE FUNCTION outletd_tariff_segments(p_tariff_id bigint, p_zone text, p_from timestamptz, p_to timestamptz)
+RETURNS TABLE (starts_at timestamptz, ends_at timestamptz, band text, price_per_kwh numeric)
+LANGUAGE sql STABLE AS $$
+    SELECT s.starts_at, s.ends_at, p.band, p.price_per_kwh
+    FROM outletd_tariff_pieces(p_tariff_id, p_zone, p_from, p_to) p
     CROSS JOIN LATERAL (
-        SELECT outletd_local_instant(priced.day + make_interval(mins => priced.from_minute), priced.zone) AS starts_at,
-               outletd_local_instant(priced.day + make_interval(mins => priced.to_minute), priced.zone) AS ends_at
+        SELECT outletd_local_instant(p.day + make_interval(mins => p.from_minute), p.zone) AS starts_at,
+               outletd_local_instant(p.day + make_interval(mins => p.to_minute), p.zone) AS ends_at
     ) s
     WHERE s.ends_at > p_from AND s.starts_at < p_to AND s.starts_at < s.ends_at
 $$;
@@ -83,49 +91,97 @@ LANGUAGE sql STABLE AS $$
     FROM devices d WHERE d.id = p_device_id
 $$;
 
--- An outlet's energy and cost by local hour (the hour's start in the outlet's zone) and band over [p_from, p_to):
--- each minute rollup priced at the segment it starts in. Minutes without a price (before the tariff's first
--- version, or no tariff at all) have cost NULL: an hour's cost is NULL only when none of its minutes has a price.
+-- An outlet's energy and cost by hour (the rollups' hours) and band over the hours starting in [p_from, p_to).
+-- Every minute is priced by the piece of the tariff's day its clock shows, so both 02:00 hours of a night when
+-- clocks go back are in a 02:00–03:00 band, and a band inside a missing hour prices nothing. An hour that lies in
+-- one piece (most: bands rarely start inside an hour) is priced whole from its hourly rollup, sixty times fewer
+-- rows; an hour a band edge or a DST change cuts is priced minute by minute from its 1-minute rollups. Energy
+-- is summed first and multiplied by its price once per hour and price, in numeric. Minutes without a price
+-- (before the tariff's first version, or no tariff) have cost NULL: an hour's cost is NULL only when none of its
+-- minutes has a price.
 CREATE FUNCTION outletd_outlet_cost(p_code text, p_from timestamptz, p_to timestamptz)
 RETURNS TABLE (hour_start timestamptz, band text, energy_wh double precision, cost numeric, currency text)
-LANGUAGE sql STABLE AS $$
-    WITH outlet AS (
-        SELECT o.device_id, o.tariff_id, t.currency, outletd_outlet_zone(o.device_id) AS zone
-        FROM outlet_tariffs o LEFT JOIN tariffs t ON t.id = o.tariff_id WHERE o.code = p_code
-    ), segments AS (
-        SELECT s.* FROM outlet, outletd_tariff_segments(outlet.tariff_id, outlet.zone, p_from, p_to) s
+-- The planner cannot know how few hours a band edge cuts and estimates millions of minute rows; its JIT would
+-- then spend more than a second compiling a query that runs in milliseconds.
+LANGUAGE plpgsql STABLE SET jit = off AS $$
+DECLARE
+    v_device integer;
+    v_tariff bigint;
+    v_currency text;
+    v_zone text;
+    v_clock text;
+BEGIN
+    -- The outlet, its tariff and clock first, so that the rollups are read by their primary key.
+    SELECT o.device_id, o.tariff_id, t.currency INTO v_device, v_tariff, v_currency
+    FROM outlet_tariffs o LEFT JOIN tariffs t ON t.id = o.tariff_id WHERE o.code = p_code;
+    IF v_device IS NULL THEN
+        RETURN;
+    END IF;
+    v_zone := outletd_outlet_zone(v_device);
+    v_clock := coalesce((SELECT v.time_zone FROM tariff_versions v WHERE v.tariff_id = v_tariff
+                         ORDER BY v.valid_from DESC LIMIT 1), v_zone);
+    RETURN QUERY
+    WITH pieces AS MATERIALIZED (
+        SELECT p.* FROM outletd_tariff_pieces(v_tariff, v_zone, p_from, p_to) p WHERE p.zone = v_clock
+    ), hours AS MATERIALIZED (
+        SELECT h.bucket_start, h.energy_wh, l.local, l.local::date AS local_day,
+               (extract(hour FROM l.local) * 60 + extract(minute FROM l.local))::int AS local_minute,
+               (h.bucket_start + interval '1 hour') AT TIME ZONE v_clock = l.local + interval '1 hour' AS plain
+        FROM power_rollups_hourly h
+        CROSS JOIN LATERAL (SELECT h.bucket_start AT TIME ZONE v_clock AS local) l
+        WHERE h.device_id = v_device AND h.bucket_start >= p_from AND h.bucket_start < p_to
+    ), whole AS MATERIALIZED (
+        SELECT hr.bucket_start AS hour_start, p.band, hr.energy_wh, p.price_per_kwh
+        FROM hours hr
+        JOIN pieces p ON p.day = hr.local_day AND p.from_minute <= hr.local_minute
+             AND hr.local_minute + 60 <= p.to_minute
+        WHERE hr.plain
+    ), cut_hours AS MATERIALIZED (
+        SELECT h2.bucket_start FROM hours h2 WHERE NOT EXISTS (SELECT 1 FROM whole w WHERE w.hour_start = h2.bucket_start)
+    ), cut AS (
+        SELECT hr.bucket_start AS hour_start, p.band, m.energy_wh, p.price_per_kwh
+        FROM cut_hours hr
+        CROSS JOIN LATERAL (
+            SELECT m1.bucket_start, m1.energy_wh, m1.bucket_start AT TIME ZONE v_clock AS local
+            FROM power_rollups_minute m1
+            WHERE m1.device_id = v_device AND m1.bucket_start >= hr.bucket_start
+              AND m1.bucket_start < hr.bucket_start + interval '1 hour'
+            OFFSET 0  -- read per cut hour, by the key: never all of the period's minutes
+        ) m
+        LEFT JOIN pieces p ON p.day = m.local::date
+             AND p.from_minute <= (extract(hour FROM m.local) * 60 + extract(minute FROM m.local))::int
+             AND (extract(hour FROM m.local) * 60 + extract(minute FROM m.local))::int < p.to_minute
+    ), by_price AS (
+        SELECT x.hour_start, x.band, x.price_per_kwh, sum(x.energy_wh) AS energy_wh
+        FROM (SELECT * FROM whole UNION ALL SELECT * FROM cut) x
+        GROUP BY 1, 2, 3
     )
-    -- The local hour a minute falls in starts that minute minus its local minute of the hour (the rollups' rule), so
-    -- each of the two 02:00 hours of a night when clocks go back keeps its own minutes.
-    SELECT m.bucket_start - extract(minute FROM m.bucket_start AT TIME ZONE outlet.zone)::int * interval '1 minute'
-               AS hour_start, s.band, sum(m.energy_wh) AS energy_wh,
-           sum(m.energy_wh::numeric / 1000 * s.price_per_kwh) AS cost, outlet.currency
-    FROM outlet
-    JOIN power_rollups_minute m ON m.device_id = outlet.device_id
-         AND m.bucket_start >= p_from AND m.bucket_start < p_to
-    LEFT JOIN segments s ON m.bucket_start >= s.starts_at AND m.bucket_start < s.ends_at
-    GROUP BY 1, 2, outlet.currency
+    SELECT b.hour_start, b.band, sum(b.energy_wh), sum(b.energy_wh::numeric / 1000 * b.price_per_kwh), v_currency
+    FROM by_price b
+    GROUP BY 1, 2;
+END
 $$;
 
 COMMENT ON FUNCTION outletd_outlet_cost(text, timestamptz, timestamptz) IS
-    'Energy (Wh) and cost (numeric, unrounded) of an outlet by local hour and band; cost NULL where no price.';
+    'Energy (Wh) and cost (numeric, unrounded) of an outlet by hour and band; cost NULL where no price.';
 
--- For dashboards: every outlet's cost by hour and band over all its minute rollups (kept retention.minute_rollup_days).
--- For a range, outletd_outlet_cost(code, from, to) reads only that range.
+-- For dashboards: every outlet's cost by hour and band over all its hourly rollups. An hour a band edge cuts is
+-- priced from its minute rollups, kept retention.minute_rollup_days (90); older such hours have no row. For a
+-- range, outletd_outlet_cost(code, from, to) reads only that range.
 CREATE VIEW outlet_cost_hourly AS
 SELECT d.code, c.hour_start, c.energy_wh, c.cost, c.currency, c.band
 FROM devices d
 CROSS JOIN LATERAL (
-    SELECT min(m.bucket_start) AS first_minute, max(m.bucket_start) + interval '1 minute' AS after_last
-    FROM power_rollups_minute m WHERE m.device_id = d.id
+    SELECT min(h.bucket_start) AS first_hour, max(h.bucket_start) + interval '1 hour' AS after_last
+    FROM power_rollups_hourly h WHERE h.device_id = d.id
 ) r
-CROSS JOIN LATERAL outletd_outlet_cost(d.code, r.first_minute, r.after_last) c
-WHERE r.first_minute IS NOT NULL;
+CROSS JOIN LATERAL outletd_outlet_cost(d.code, r.first_hour, r.after_last) c
+WHERE r.first_hour IS NOT NULL;
 
 COMMENT ON VIEW outlet_cost_hourly IS
     'Energy (Wh) and cost per outlet, local hour and band (band NULL outside every band); cost NULL without a price. '
     'Money unrounded (numeric): round once, at display, to the currency''s minor unit.';
-COMMENT ON COLUMN outlet_cost_hourly.hour_start IS 'Start of the hour in the outlet''s time zone, as an instant.';
+COMMENT ON COLUMN outlet_cost_hourly.hour_start IS 'Start of the hour (the rollups'' hours), as an instant.';
 
 CREATE VIEW outlet_cost_daily AS
 SELECT h.code, (h.hour_start AT TIME ZONE outletd_outlet_zone(d.id))::date AS day, sum(h.energy_wh) AS energy_wh,

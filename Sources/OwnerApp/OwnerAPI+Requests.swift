@@ -23,7 +23,7 @@ extension OwnerAPI {
     /// The `{code}` of the path; a code that cannot exist is a 404 like any other unknown one.
     static func code(_ context: OwnerRequestContext) throws -> String {
         let code = context.parameters.get("code") ?? ""
-        guard DeviceCode.isValid(code) else { throw noOutlet("") }
+        guard DeviceCode.isValid(code) else { throw HTTPError(.notFound, message: "no such outlet") }
         return code
     }
 
