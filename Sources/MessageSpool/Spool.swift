@@ -85,14 +85,14 @@ public final class Spool: Sendable {
     public let settings: Settings
     /// This spool's identity (`spool.id`); checkpoints of other spools are ignored.
     public let identity: String
-    private let logger: Logger
+    let logger: Logger
     /// `spool.lock`, write-locked (`fcntl`) for as long as this object lives: another process opening the same
     /// directory fails. (POSIX record locks belong to the process: a second open in the same process, as the
     /// tests do to simulate a crash, is not refused.)
     private let directoryLock: SpoolFile
 
     /// Everything that changes.
-    private struct State: Sendable {
+    struct State: Sendable {
         /// The segment files, oldest first; the last one is appended to.
         var segments: [Segment]
         /// Bytes of all segments.
@@ -134,7 +134,7 @@ public final class Spool: Sendable {
         }
     }
 
-    private let state: Guarded<State>
+    let state: Guarded<State>
 
     static let identityFile = "spool.id"
     static let lockFile = "spool.lock"
@@ -370,164 +370,6 @@ public final class Spool: Sendable {
         state.update { $0.limitLifted = true }
     }
 
-    // MARK: consumer
-
-    /// Sets where reading resumes: just after `checkpoint` if it is of this spool, else at the
-    /// oldest record. Deletes segments before it. Call once, before the first read.
-    public func seek(to checkpoint: SpoolCheckpoint?) throws(SpoolError) {
-        try state.update { state throws(SpoolError) in
-            let oldest = SpoolPosition(segment: state.segments[0].id, offset: 0)
-            var start = oldest
-            if let checkpoint {
-                if checkpoint.spoolID != identity {
-                    logger.notice(
-                        "the stored checkpoint is of another spool; reading this spool from its start",
-                        metadata: ["checkpoint_spool": "\(checkpoint.spoolID)", "spool": "\(identity)"])
-                } else if checkpoint.position.segment < oldest.segment {
-                    logger.warning(
-                        "the stored checkpoint is before the oldest spool segment; reading from the oldest",
-                        metadata: ["checkpoint": "\(checkpoint.position)", "oldest": "\(oldest)"])
-                } else {
-                    start = checkpoint.position
-                }
-            }
-            var skipped = state.segments.filter { $0.id < start.segment }.reduce(0) { $0 + $1.records }
-            if let startSegment = state.segments.first(where: { $0.id == start.segment }), start.offset > 0 {
-                if start.offset > startSegment.size {
-                    logger.warning(
-                        "the stored checkpoint is past the end of its spool segment (its tail was cut); continuing after it",
-                        metadata: ["checkpoint": "\(start)", "segment_bytes": "\(startSegment.size)"])
-                }
-                skipped += try Self.scan(
-                    path: Self.path(startSegment.id, in: settings.directory), size: startSegment.size,
-                    upTo: min(start.offset, startSegment.size)
-                ).records
-            }
-            state.pendingRecords -= skipped
-            state.cursor = start
-            state.committed = start
-            deleteSegments(before: start, &state)
-        }
-    }
-
-    /// Reads up to `maxRecords` records after the cursor. Waits until at least one is there, intake
-    /// stopped, or `deadline` passes; then returns what is there without waiting more, across
-    /// segment boundaries.
-    public func read(upTo maxRecords: Int, waitingUntil deadline: Date) throws(SpoolError) -> [SpoolRecord] {
-        try state.wait(
-            until: deadline,
-            for: { state in
-                var probe = state
-                probe.normalizeCursor()
-                let current = probe.segments.first { $0.id == probe.cursor.segment }
-                return current.map { $0.size > probe.cursor.offset } ?? true || state.intakeStopped || state.closed
-            }
-        ) { state, _ throws(SpoolError) in
-            var records: [SpoolRecord] = []
-            while records.count < maxRecords {
-                let before = records.count
-                try readSegment(upTo: maxRecords, into: &records, &state)
-                if records.count == before { break }
-            }
-            return records
-        }
-    }
-
-    /// Reads the records of the cursor's segment that are there, up to `maxRecords` in all.
-    private func readSegment(upTo maxRecords: Int, into records: inout [SpoolRecord], _ state: inout State)
-        throws(SpoolError)
-    {
-        state.normalizeCursor()
-        guard let segment = state.segments.first(where: { $0.id == state.cursor.segment }),
-            segment.size > state.cursor.offset
-        else { return }
-        let file: SpoolFile
-        if let readFile = state.readFile, readFile.segment == segment.id {
-            file = readFile.file
-        } else {
-            file = try SpoolFile(path: Self.path(segment.id, in: settings.directory), flags: O_RDONLY)
-            state.readFile = (segment.id, file)
-        }
-        var position = state.cursor.offset
-        while records.count < maxRecords && position < segment.size {
-            let want = Int(min(segment.size - position, Int64(Self.readChunkBytes)))
-            var read = try file.read(count: want, at: position, into: &state.readBuffer)
-            var used = 0
-            parsing: while records.count < maxRecords {
-                let decoded = state.readBuffer.withUnsafeBytes { buffer in
-                    SpoolFraming.decode(UnsafeRawBufferPointer(rebasing: buffer[..<read]), at: used)
-                }
-                switch decoded {
-                case .record(let message, let tag, let length):
-                    used += length
-                    records.append(
-                        SpoolRecord(
-                            message: message, tag: tag,
-                            end: SpoolPosition(segment: segment.id, offset: position + Int64(used))))
-                case .incomplete(let length):
-                    if used > 0 || position + Int64(length) > segment.size { break parsing }
-                    // One record larger than a chunk: read it whole.
-                    read = try file.read(count: length, at: position, into: &state.readBuffer)
-                case .corrupt(let reason):
-                    // Verified at open and written by us since: only a failing disk gets here.
-                    logger.error(
-                        "spool record unreadable; skipping the rest of its segment",
-                        metadata: [
-                            "segment": "\(segment.id)", "offset": "\(position + Int64(used))", "reason": "\(reason)",
-                            "bytes_skipped": "\(segment.size - position - Int64(used))",
-                        ])
-                    state.cursor = SpoolPosition(segment: segment.id, offset: segment.size)
-                    return
-                }
-            }
-            if used == 0 { break }
-            position += Int64(used)
-        }
-        state.cursor = SpoolPosition(segment: segment.id, offset: position)
-    }
-
-    /// Records up to `position` are committed (with `position` in `ingest_checkpoints`);
-    /// `records` is how many that commit covered. Deletes segments that are now fully committed.
-    public func commit(through position: SpoolPosition, records: Int) {
-        state.update { state in
-            state.committed = max(state.committed, position)
-            state.pendingRecords -= records
-            deleteSegments(before: position, &state)
-        }
-    }
-
-    /// Whether ``stopIntake()`` was called.
-    public var isIntakeStopped: Bool {
-        state.withLock { $0.intakeStopped }
-    }
-
-    /// Whether ``stopIntake()`` was called and every record appended has been read.
-    public var isIntakeStoppedAndRead: Bool {
-        state.withLock { state in
-            guard state.intakeStopped else { return false }
-            state.normalizeCursor()
-            let last = state.segments[state.segments.count - 1]
-            return state.cursor.segment == last.id && state.cursor.offset >= last.size
-        }
-    }
-
-    /// Deletes sealed segments wholly before `position`.
-    private func deleteSegments(before position: SpoolPosition, _ state: inout State) {
-        while state.segments.count > 1 {
-            let first = state.segments[0]
-            let done = first.id < position.segment || (first.id == position.segment && position.offset >= first.size)
-            guard done else { return }
-            let path = Self.path(first.id, in: settings.directory)
-            if unlink(path) != 0 && errno != ENOENT {
-                logger.error(
-                    "cannot delete a committed spool segment", metadata: ["error": "\(SpoolError.system(path))"])
-                return
-            }
-            state.segments.removeFirst()
-            state.totalBytes -= first.size
-        }
-    }
-
     // MARK: status and life
 
     /// Bytes, pending records and the age of the oldest; cheap enough for every metrics snapshot.
@@ -564,125 +406,4 @@ public final class Spool: Sendable {
         }
     }
 
-    // MARK: files
-
-    /// Write-locks `spool.lock` in `directory`, or throws ``SpoolError/Code/inUse`` when another process holds it.
-    private static func lock(directory: String) throws(SpoolError) -> SpoolFile {
-        let file = try SpoolFile(path: "\(directory)/\(lockFile)", flags: O_RDWR | O_CREAT)
-        var request = flock()
-        request.l_type = Int16(F_WRLCK)
-        request.l_whence = Int16(SEEK_SET)
-        guard fcntl(file.descriptor, F_SETLK, &request) == 0 else {
-            let errorNumber = errno
-            if errorNumber == EAGAIN || errorNumber == EACCES {
-                var holder = flock()
-                holder.l_type = Int16(F_WRLCK)
-                let pid = fcntl(file.descriptor, F_GETLK, &holder) == 0 ? " by process \(holder.l_pid)" : ""
-                throw SpoolError(
-                    .inUse, "\(directory) is in use\(pid); every instance needs a spool.directory of its own")
-            }
-            throw SpoolError.system("lock \(file.path)", errorNumber)
-        }
-        return file
-    }
-
-    /// Records `owner` in `spool.instance` the first time, and refuses a directory recorded for another instance:
-    /// its records and checkpoint belong to that instance's session.
-    private static func claim(directory: String, for owner: String) throws(SpoolError) {
-        guard !owner.isEmpty else { return }
-        let path = "\(directory)/\(ownerFile)"
-        let recorded = (try? String(contentsOfFile: path, encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        if let recorded, !recorded.isEmpty {
-            guard recorded == owner else {
-                throw SpoolError(
-                    .inUse,
-                    "\(directory) belongs to instance \"\(recorded)\" (\(ownerFile)), not \"\(owner)\"; "
-                        + "every instance needs a spool.directory of its own")
-            }
-            return
-        }
-        let file = try SpoolFile(path: path, flags: O_WRONLY | O_CREAT | O_TRUNC)
-        try file.write(Array((owner + "\n").utf8), at: 0)
-        try file.sync()
-    }
-
-    static func path(_ id: UInt64, in directory: String) -> String {
-        let digits = String(id)
-        return "\(directory)/" + String(repeating: "0", count: max(0, 20 - digits.count)) + digits + segmentSuffix
-    }
-
-    static func segmentIDs(in directory: String) throws(SpoolError) -> [UInt64] {
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: directory)
-        } catch {
-            throw SpoolError.system("list \(directory)", EACCES)
-        }
-        return names.compactMap { name -> UInt64? in
-            guard name.hasSuffix(segmentSuffix), name.count == 20 + segmentSuffix.count else { return nil }
-            return UInt64(name.prefix(20))
-        }.sorted()
-    }
-
-    /// What a scan of a segment file found: complete records up to `validBytes`, and why it
-    /// stopped before the end of the file (nil when it did not).
-    struct ScanResult: Equatable {
-        var validBytes: Int64
-        var records: Int
-        var problem: String?
-    }
-
-    /// Walks the records of a segment file from its start up to `limit` bytes, checking each.
-    static func scan(path: String, size: Int64, upTo limit: Int64) throws(SpoolError) -> ScanResult {
-        let file = try SpoolFile(path: path, flags: O_RDONLY)
-        var position: Int64 = 0
-        var records = 0
-        while position < limit {
-            let want = Int(min(limit - position, Int64(readChunkBytes)))
-            var chunk = try file.read(count: want, at: position)
-            var used = 0
-            var problem: String?
-            parsing: while used < chunk.count {
-                switch chunk.withUnsafeBytes({ SpoolFraming.decode($0, at: used) }) {
-                case .record(_, _, let length):
-                    used += length
-                    records += 1
-                case .incomplete(let length):
-                    if used > 0 { break parsing }
-                    if position + Int64(length) > limit {
-                        problem = "torn record (\(length) bytes announced, \(limit - position) there)"
-                        break parsing
-                    }
-                    chunk = try file.read(count: length, at: position)
-                case .corrupt(let reason):
-                    problem = reason
-                    break parsing
-                }
-            }
-            position += Int64(used)
-            if let problem { return ScanResult(validBytes: position, records: records, problem: problem) }
-            if used == 0 { break }
-        }
-        return ScanResult(validBytes: position, records: records, problem: nil)
-    }
-
-    /// Scans a segment left by an earlier run and cuts it after its last intact record.
-    private static func verify(segment id: UInt64, directory: String, logger: Logger) throws(SpoolError) -> Segment {
-        let path = path(id, in: directory)
-        let file = try SpoolFile(path: path, flags: O_RDWR)
-        let size = try file.size()
-        let result = try scan(path: path, size: size, upTo: size)
-        if result.validBytes < size {
-            logger.warning(
-                "spool: cut a torn or corrupt tail",
-                metadata: [
-                    "segment": "\(path)", "bytes_cut": "\(size - result.validBytes)",
-                    "records_kept": "\(result.records)", "reason": "\(result.problem ?? "unknown")",
-                ])
-            try file.truncate(to: result.validBytes)
-            try file.sync()
-        }
-        return Segment(id: id, size: result.validBytes, records: result.records)
-    }
 }
