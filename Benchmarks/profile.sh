@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Where outletd's own process spends its CPU while it drains a backlog (docs/PERFORMANCE.md, "Profile"):
+# Where outletd's own process spends its CPU while it drains a backlog (docs/PERFORMANCE.md,
+# "Where outletd's CPU goes"):
 # the backlog method of `make bench` (Benchmarks/throughput.sh), with outletd started under
 # `perf record -g` (frame pointers: Swift's release builds keep them). Durable settings, as in the bench.
 # Prints the readings/s of the drain, the top shared objects and the top symbols (self time).
