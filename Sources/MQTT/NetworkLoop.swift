@@ -13,8 +13,8 @@ import Foundation
 /// Why not libmosquitto's: its loop (`mosquitto_loop`) handles one incoming packet per `pselect`, reads a
 /// wake-up byte from an internal socket pair for every packet queued meanwhile, and writes each PUBACK as its
 /// own TCP segment. Draining a backlog, that made about nine system calls and one loopback transmission per
-/// reading, most of outletd's CPU (docs/PERFORMANCE.md, "Where outletd's CPU goes"). This loop reads every packet the socket
-/// holds (up to ``burst``), then writes what the burst queued (its PUBACKs) with one write(2) (gathered
+/// reading, most of outletd's CPU (docs/PERFORMANCE.md, "Where outletd's CPU goes"). This loop reads every packet
+/// the socket holds (up to ``burst``), then writes what the burst queued (its PUBACKs) with one write(2) (gathered
 /// beneath libmosquitto, `CSocketBuffers`), then polls again. While the socket refuses PUBACKs (its send
 /// buffer is full), it reads nothing more until they are written: the broker's pace of reading
 /// acknowledgements bounds how many wait in memory.
