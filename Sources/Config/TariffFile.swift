@@ -251,12 +251,7 @@ public enum TariffFile {
         }
 
         static func isDate(_ text: String) -> Bool {
-            let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-            guard parts.count == 3, parts[0].utf8.count == 4, parts[1].utf8.count == 2, parts[2].utf8.count == 2,
-                let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-                (1_970...9_999).contains(year), (1...12).contains(month)
-            else { return false }
-            return (1...RFC3339.daysInMonth(year: year, month: month)).contains(day)
+            RFC3339.calendarDate(text).map { (1_970...9_999).contains($0.year) } ?? false
         }
 
         static func isMonth(_ text: String) -> Bool {

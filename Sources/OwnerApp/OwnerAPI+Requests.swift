@@ -110,21 +110,12 @@ extension OwnerAPI {
     /// Query parameter `name` as a calendar date `YYYY-MM-DD` in years 1970–9999, nil when absent.
     static func date(_ request: Request, _ name: String) throws -> String? {
         guard let text = request.uri.queryParameters[name[...]].map(String.init) else { return nil }
-        guard isDate(text) else { throw HTTPError(.badRequest, message: "\(name): expected YYYY-MM-DD") }
-        guard let year = Int(text.prefix(4)), years.contains(year) else {
+        guard let date = RFC3339.calendarDate(text) else {
+            throw HTTPError(.badRequest, message: "\(name): expected YYYY-MM-DD")
+        }
+        guard years.contains(date.year) else {
             throw HTTPError(.badRequest, message: "\(name): must fall in the years 1970–9999")
         }
         return text
-    }
-
-    /// Whether `text` is a real calendar date `YYYY-MM-DD`.
-    static func isDate(_ text: String) -> Bool {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard text.utf8.count == 10, parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-            parts.allSatisfy({ $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
-            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-            (1...9_999).contains(year), (1...12).contains(month)
-        else { return false }
-        return (1...RFC3339.daysInMonth(year: year, month: month)).contains(day)
     }
 }

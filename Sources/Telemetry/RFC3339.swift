@@ -79,6 +79,20 @@ public enum RFC3339 {
         year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
     }
 
+    /// A calendar date written `YYYY-MM-DD` (four-digit year 1…9999, a real day of its month) as its parts, or nil.
+    /// Callers narrow the years they accept themselves.
+    public static func calendarDate(_ text: some StringProtocol) -> (year: Int, month: Int, day: Int)? {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard text.utf8.count == 10, parts.count == 3, parts[0].utf8.count == 4, parts[1].utf8.count == 2,
+            parts[2].utf8.count == 2,
+            parts.allSatisfy({ $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+            (1...9_999).contains(year), (1...12).contains(month),
+            (1...daysInMonth(year: year, month: month)).contains(day)
+        else { return nil }
+        return (year, month, day)
+    }
+
     /// The number of days in `month` (1…12) of `year`.
     public static func daysInMonth(year: Int, month: Int) -> Int {
         switch month {

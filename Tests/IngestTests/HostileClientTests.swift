@@ -51,6 +51,22 @@ import Testing
             return token
         }
 
+        /// `count` claims of `code` with keys that are not its (`00000000000` + `suffix`, counting up); their statuses.
+        func guessClaims(_ code: String, count: Int, token: String, suffix: String, headers: [String]) async throws
+            -> [Int]
+        {
+            var statuses: [Int] = []
+            for guess in 0..<count {
+                let key = String(format: "%011d", guess) + suffix
+                statuses.append(
+                    try await send(
+                        "POST", "/api/v1/outlets", token: token,
+                        body: #"{"code":"\#(code)","claim_key":"\#(key)","name":"G"}"#, headers: headers
+                    ).status)
+            }
+            return statuses
+        }
+
         func metric(_ line: String) -> Bool {
             HTTPProbe.get(port: metricsPort, path: "/metrics")?.body.contains(line) == true
         }
@@ -207,15 +223,8 @@ import Testing
 
             // Another owner, from elsewhere, has a budget of their own.
             let bob = try await daemon.token("bob", headers: ["X-Forwarded-For: 198.51.100.7"])
-            var bobs: [Int] = []
-            for guess in 0..<10 {
-                bobs.append(
-                    try await daemon.send(
-                        "POST", "/api/v1/outlets", token: bob,
-                        body: #"{"code":"kit-2","claim_key":"\#(String(format: "%011dX", guess))","name":"G"}"#,
-                        headers: ["X-Forwarded-For: 198.51.100.7"]
-                    ).status)
-            }
+            let bobs = try await daemon.guessClaims(
+                "kit-2", count: 10, token: bob, suffix: "X", headers: ["X-Forwarded-For: 198.51.100.7"])
             #expect(bobs.allSatisfy { $0 == 404 }, "bob's own budget: \(bobs)")
             // Owners at one address share a budget of 30: after bob's 10, cid's 10 and dan's 10 the address is
             // stopped, though dan's own budget is not spent.
@@ -230,14 +239,9 @@ import Testing
                 let login = try await daemon.login(
                     name, password: "\(name)-password-3", headers: ["X-Forwarded-For: 198.51.100.7"])
                 guard case .string(let token)? = login.json?["token"] else { throw HarnessError(login.body) }
-                for guess in 0..<(name == "cid" ? 10 : 15) {
-                    shared.append(
-                        try await daemon.send(
-                            "POST", "/api/v1/outlets", token: token,
-                            body: #"{"code":"kit-3","claim_key":"\#(String(format: "%011dY", guess))","name":"G"}"#,
-                            headers: ["X-Forwarded-For: 198.51.100.7"]
-                        ).status)
-                }
+                shared += try await daemon.guessClaims(
+                    "kit-3", count: name == "cid" ? 10 : 15, token: token, suffix: "Y",
+                    headers: ["X-Forwarded-For: 198.51.100.7"])
             }
             #expect(shared == Array(repeating: 404, count: 20) + Array(repeating: 429, count: 5), "\(shared)")
             try await Harness.waitUntil(timeout: 10, "the rate-limited claims in /metrics") {
