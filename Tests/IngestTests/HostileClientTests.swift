@@ -314,7 +314,7 @@ import Testing
             }
             try await Task.sleep(for: .milliseconds(500))
             var latencies: [Double] = []
-            for _ in 0..<150 {
+            for _ in 0..<300 {
                 let started = ContinuousClock.now
                 let response = try await daemon.send(
                     "GET", "/api/v1/outlets", token: ana, headers: ["X-Forwarded-For: 192.0.2.1"])
