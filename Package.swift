@@ -105,6 +105,14 @@ let package = Package(
                 "Config", "MQTT", "Observability", "Postgres", "Routing", "Runtime", "Storage", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // Outlets that act on their own: the automation runner (schedules, timers, power rules, group limits).
+        .target(
+            name: "Automations",
+            dependencies: [
+                "Config", "Postgres", "Runtime", "Storage", "Telemetry",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The owner's app: accounts, sessions, the JSON API and the page, on its own listener (app.listen).
         .target(
             name: "OwnerApp",
@@ -121,8 +129,9 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Commands", "Config", "Ingest", "MessageSpool", "MQTT", "Observability", "OwnerApp", "Postgres",
-                "Routing", "Runtime", "Storage", "Telemetry", .product(name: "Logging", package: "swift-log"),
+                "Automations", "Commands", "Config", "Ingest", "MessageSpool", "MQTT", "Observability", "OwnerApp",
+                "Postgres", "Routing", "Runtime", "Storage", "Telemetry",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         .executableTarget(

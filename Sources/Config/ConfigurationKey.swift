@@ -254,6 +254,15 @@ extension ConfigurationKey {
             "commands.inbox_max_messages", \.commands.inboxMaxMessages, 1...10_000_000,
             "set requests and state reports not yet handled before intake waits"),
         .bool(
+            "automations.run", \.automations.run,
+            "evaluate automations in this instance (schedules, timers, power rules, group limits)"),
+        .double(
+            "automations.catch_up_seconds", \.automations.catchUpSeconds, 0...604_800,
+            "a schedule or timer due while no outletd ran fires at start when at most this late, seconds"),
+        .int(
+            "automations.interval_ms", \.automations.intervalMilliseconds, 50...60_000,
+            "how often automations are evaluated, milliseconds"),
+        .bool(
             "homeassistant.discovery", \.homeAssistant.discovery,
             "publish Home Assistant MQTT discovery configs for every enabled native outlet"),
         .string("homeassistant.prefix", \.homeAssistant.prefix, "Home Assistant's MQTT discovery prefix"),

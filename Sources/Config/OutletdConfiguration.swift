@@ -17,6 +17,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public var rejections = RejectionSettings()
     public var registry = RegistrySettings()
     public var commands = CommandSettings()
+    public var automations = AutomationSettings()
     public var rollups = RollupSettings()
     public var retention = RetentionSettings()
     public var logging = LoggingSettings()
@@ -247,6 +248,18 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var shareGroup = OutletdConfiguration.defaultShareGroup
         /// Set requests and state reports received, not yet handled, before intake waits.
         public var inboxMaxMessages = 10_000
+    }
+
+    /// Outlets that act on their own (docs/AUTOMATIONS.md).
+    public struct AutomationSettings: Sendable, Equatable {
+        /// Whether this instance evaluates automations (several instances share the work, each firing once).
+        public var run = true
+        /// A schedule or timer found due this much later than its time (no outletd ran) still fires; later, it
+        /// is recorded as missed. Seconds.
+        public var catchUpSeconds = 300.0
+        /// How often the rules are evaluated, milliseconds: power rules act within this plus a batch's commit of
+        /// the reading that met them.
+        public var intervalMilliseconds = 250
     }
 
     /// The power rollups (docs/ROLLUPS.md). Changing either value calls for `outletd rollup rebuild`.

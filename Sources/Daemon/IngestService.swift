@@ -1,3 +1,4 @@
+import Automations
 import Commands
 import Config
 import Foundation
@@ -173,6 +174,12 @@ public final class IngestService: Service, Sendable {
             worker(CommandListener(inbox: inbox, ownBackendPID: { relay.backendPID })),
         ]
         if let membership { services.append(worker(membership)) }
+        if configuration.automations.run {
+            services.append(
+                worker(
+                    AutomationRunner(
+                        settings: .init(configuration), metricsFactory: metrics.factory, logger: logger)))
+        }
         if configuration.homeAssistant.discovery {
             let router = ProtocolRouter(configuration)
             let discovery = HomeAssistantDiscovery(

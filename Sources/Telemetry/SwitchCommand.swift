@@ -58,4 +58,6 @@ public enum CommandSource: String, Sendable, CaseIterable {
     case cli
     /// The owner's app (`PUT /api/v1/outlets/{code}/state`).
     case app
+    /// A rule that met (docs/AUTOMATIONS.md); `requested_by` is `automation:<id>`.
+    case automation
 }

@@ -6,14 +6,7 @@
 /// floating point. Cost of `kWh` at a minute = kWh × (band or base price + the month's adder) × (1 + taxes / 100).
 public struct Tariff: Sendable, Equatable {
     /// A day of the week as the file names it.
-    public enum Weekday: String, Sendable, CaseIterable, Comparable {
-        case mon, tue, wed, thu, fri, sat, sun
-
-        /// 1 (Monday) … 7 (Sunday), ISO 8601 and PostgreSQL's `isodow`.
-        public var isoNumber: Int { (Self.allCases.firstIndex(of: self) ?? 0) + 1 }
-
-        public static func < (lhs: Weekday, rhs: Weekday) -> Bool { lhs.isoNumber < rhs.isoNumber }
-    }
+    public typealias Weekday = Telemetry.Weekday
 
     /// A time-of-day band: its price applies on `days` from `fromMinute` to `toMinute` of the tariff's clock.
     public struct Band: Sendable, Equatable {

@@ -28,6 +28,14 @@ enum Format {
         return formatter.string(from: date)
     }
 
+    /// RFC 3339 with the offset of `zone` (`2026-11-27T23:00:00-03:00`): a schedule's time as its clock reads it.
+    static func timestamp(_ date: Date, in zone: String?) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        formatter.timeZone = zone.flatMap(TimeZone.init(identifier:)) ?? TimeZone(identifier: "UTC")!
+        return formatter.string(from: date)
+    }
+
     /// Power for people: one decimal (`1234.5 W`).
     static func watts(_ value: Double?) -> String {
         guard let value else { return "-" }
