@@ -134,7 +134,9 @@ struct AutomationCommand: ParsableCommand {
             switch (after, at) {
             case (let text?, nil):
                 let seconds = try AutomationCommand.duration(text, "--in")
-                instant = Date().addingTimeInterval(Double(seconds))
+                // From the database's clock, which the runners read, not this machine's.
+                let now = try options.withDatabase { try AutomationStore(connection: $0).databaseNow() }
+                instant = now.addingTimeInterval(Double(seconds))
             case (nil, let text?):
                 guard let date = RFC3339.date(from: text) else {
                     throw ValidationError(

@@ -196,7 +196,7 @@ public struct AutomationStore {
     }
 
     /// The database's clock: every instance and the CLI agree on "now".
-    func databaseNow() throws -> Date {
+    public func databaseNow() throws -> Date {
         guard let now = try connection.execute("SELECT clock_timestamp()").date(row: 0, column: 0) else {
             throw AutomationError("the database gave no time")
         }

@@ -324,14 +324,23 @@ public struct OwnerStore {
         return try outlet(userID: userID, code: code)
     }
 
-    /// Releases `userID`'s outlet `code` (it keeps its data and can be claimed again); false when not theirs.
+    /// Releases `userID`'s outlet `code` (it keeps its data and can be claimed again); false when not theirs. The
+    /// automations they made on it are removed with it (their history stays): the next owner's outlet does not
+    /// act on the last owner's rules.
     public func release(userID: Int64, code: String) throws -> Bool {
         let released = try connection.execute(
             """
-            UPDATE devices SET owner_id = NULL, claimed_at = NULL, updated_at = now()
-            WHERE code = $2 AND owner_id = $1
+            WITH released AS (
+                UPDATE devices SET owner_id = NULL, claimed_at = NULL, updated_at = now()
+                WHERE code = $2 AND owner_id = $1
+                RETURNING id
+            ), removed AS (
+                UPDATE automations SET removed_at = clock_timestamp(), enabled = false, next_due_at = NULL
+                WHERE device_id IN (SELECT id FROM released) AND app_user_id = $1 AND removed_at IS NULL
+            )
+            SELECT count(*) FROM released
             """, [userID, code])
-        return released.affectedRows == 1
+        return try released.int(row: 0, column: 0) == 1
     }
 
     // MARK: Figures, from the hourly rollups
