@@ -152,6 +152,39 @@ import Testing
         }
     }
 
+    @Test func aRuleOnADisabledOutletIsSkippedWithItsReasonAndCounted() async throws {
+        let url = try Harness.migratedDatabase()
+        let configuration = try Harness.configuration(databaseURL: url)
+        try Harness.register(["heater", "lamp"], databaseURL: url)
+        try await Harness.withService(configuration) { service in
+            let skipped = try Self.add(["timer", "heater", "--state", "off", "--in", "1s"], url)
+            let fired = try Self.add(["timer", "lamp", "--state", "on", "--in", "1s"], url)
+            _ = try TestStack.run(
+                [try OutletdProcess.executable(), "device", "disable", "heater"],
+                environment: ["OUTLETD_DATABASE_URL": url])
+            try await Harness.waitUntil(timeout: 15, "both timers recorded") {
+                try Harness.count(url, "SELECT count(*) FROM automation_firings") == 2
+            }
+            let row = try Harness.scalar(
+                url,
+                "SELECT result || '|' || (command_id IS NULL) || '|' || reason FROM automation_firings WHERE automation_id = \(skipped)"
+            )
+            #expect(row.hasPrefix("skipped|true|disabled_device: outlet heater is disabled"), "\(row)")
+            #expect(
+                try Harness.scalar(url, "SELECT result FROM automation_firings WHERE automation_id = \(fired)")
+                    == "fired")
+            #expect(try Harness.count(url, "SELECT count(*) FROM commands WHERE source = 'automation'") == 1)
+            let exposition = service.metrics.registry.emitToString()
+            #expect(
+                exposition.contains(#"outletd_automation_firings_total{kind="timer",result="skipped"} 1"#),
+                "\(exposition)")
+            #expect(exposition.contains(#"outletd_automation_firings_total{kind="timer",result="fired"} 1"#))
+            let view = try Harness.scalar(
+                url, "SELECT string_agg(kind || ':' || code || ':' || result, ' ' ORDER BY id) FROM automation_history")
+            #expect(view == "timer:heater:skipped timer:lamp:fired")
+        }
+    }
+
     @Test func theCLIMakesEachKindAndBadInputChangesNothing() throws {
         let url = try Harness.migratedDatabase()
         try Harness.register(["heater", "tv", "kettle", "oven", "fridge"], databaseURL: url)

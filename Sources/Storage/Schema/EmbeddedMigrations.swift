@@ -2471,7 +2471,7 @@ extension Migration {
                 CHECK (kind <> 'schedule' OR (at_minute IS NOT NULL AND cardinality(days) > 0)),
                 CHECK (kind <> 'timer' OR fire_at IS NOT NULL),
                 CHECK (kind NOT IN ('over-power', 'idle', 'group-limit') OR (watts IS NOT NULL AND hold_seconds IS NOT NULL))
-            );
+            ) WITH (fillfactor = 50);  -- a power rule's row is updated as its outlet reports: room on the page for HOT updates
 
             CREATE INDEX automations_due ON automations (next_due_at)
                 WHERE enabled AND removed_at IS NULL AND next_due_at IS NOT NULL;
