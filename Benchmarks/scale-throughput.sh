@@ -37,7 +37,7 @@ scripts/stack start "$dir" >/dev/null
 . "$dir/env"
 base_url=$OUTLETD_DATABASE_URL
 export OUTLETD_LOGGING_LEVEL=info OUTLETD_HTTP_LISTEN=
-export OUTLETD_MQTT_SHARE_GROUP=bench OUTLETD_MQTT_RECEIVE_MAXIMUM=1000
+export OUTLETD_MQTT_SHARE_GROUP=bench OUTLETD_COMMANDS_SHARE_GROUP=bench OUTLETD_MQTT_RECEIVE_MAXIMUM=1000
 
 # CPU seconds (user + system) of a set of pids, from /proc.
 cpu_seconds() {

@@ -162,6 +162,9 @@ extension ConfigurationKey {
         .string(
             "mqtt.share_group", \.mqtt.shareGroup,
             "shared-subscription group for <prefix>/+/telemetry (empty: plain subscription)", nonEmpty: false),
+        .bool(
+            "mqtt.ignore_peers", \.mqtt.ignorePeers,
+            "start although another instance is online while both share groups are empty (a deliberate copy)"),
         .int(
             "mqtt.session_expiry_seconds", \.mqtt.sessionExpirySeconds, 0...4_294_967_295,
             "how long the broker keeps the session while outletd is away"),

@@ -193,6 +193,11 @@ public struct ConfigurationLoader: Sendable {
                 "a share group name cannot contain \"/\", \"+\" or \"#\" (MQTT v5 $share/<group>/<filter>)")
         }
         require(
+            configuration.mqtt.shareGroup.isEmpty == configuration.commands.shareGroup.isEmpty,
+            configuration.mqtt.shareGroup.isEmpty ? "mqtt.share_group" : "commands.share_group",
+            "mqtt.share_group and commands.share_group are set together: several instances need both (readings and "
+                + "set requests each reach one of them), one instance neither (docs/SCALING.md)")
+        require(
             !configuration.homeAssistant.prefix.contains(where: { "+#".contains($0) })
                 && !configuration.homeAssistant.prefix.hasPrefix("/")
                 && !configuration.homeAssistant.prefix.hasSuffix("/"),

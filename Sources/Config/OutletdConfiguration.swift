@@ -104,6 +104,9 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var reconnectDelayMaxSeconds = 30
         /// QoS 1 messages the broker may have in flight to this instance.
         public var receiveMaximum = 1_000
+        /// Start even when another instance is online while both share groups are empty: a deliberate copy that
+        /// stores and commands everything a second time (a test database, a migration). False: refuse to start.
+        public var ignorePeers = false
         /// TLS: CA file to verify the broker with (empty: the system's CAs, for `mqtts://`).
         public var tlsCAFile = ""
         /// TLS client certificate and key (PEM), for brokers that want one.

@@ -108,6 +108,17 @@ public final class IngestService: Service, Sendable {
             metadata: [
                 "version": "\(build.version)", "commit": "\(build.commit)", "instance": "\(configuration.instanceID)",
             ])
+        if configuration.mqtt.shareGroup.isEmpty && configuration.commands.shareGroup.isEmpty
+            && !configuration.mqtt.ignorePeers
+        {
+            if let peers = try await PeerCheck.onlinePeers(configuration) {
+                if let refusal = PeerCheck.refusal(peers: peers, instanceID: configuration.instanceID) {
+                    throw Failure(description: refusal)
+                }
+            } else {
+                logger.warning("the broker did not answer within 5 s: other outletd instances were not looked for")
+            }
+        }
         guard try await prepareDatabase() else {
             logger.info("stopped before the database answered")
             return
