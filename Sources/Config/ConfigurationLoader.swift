@@ -1,5 +1,6 @@
 import Foundation
 import MQTT
+import Postgres
 import Yams
 
 /// Builds an ``OutletdConfiguration`` from defaults, then a YAML file, then the environment.
@@ -77,6 +78,8 @@ public struct ConfigurationLoader: Sendable {
         }
         problems += crossChecks(configuration)
         guard problems.isEmpty else { throw Failure(problems: problems) }
+        // Several hosts (a primary and its standbys): connect to the one that takes writes.
+        configuration.database.url = MultiHost.requiringPrimary(configuration.database.url)
         return configuration
     }
 

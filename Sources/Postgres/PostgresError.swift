@@ -81,10 +81,12 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
 
     /// SQLSTATEs outside class 08 that still mean "this connection is gone or the server is not available":
     /// admin shutdown, crash shutdown, cannot connect now, idle session timeout.
-    private static let connectionSQLStates: Set<String> = ["57P01", "57P02", "57P03", "57P05"]
+    private static let connectionSQLStates: Set<String> = ["57P01", "57P02", "57P03", "57P05", "25006"]
 
     /// `true` when the connection (not the data) is the problem, so the caller should reconnect and retry:
-    /// connection failures and losses, and server errors of SQLSTATE class 08 or 57P01/57P02/57P03/57P05.
+    /// connection failures and losses, server errors of SQLSTATE class 08 or 57P01/57P02/57P03/57P05, and 25006
+    /// (a read-only server: a standby, or a primary that became one; with several hosts the reconnect finds the
+    /// one that takes writes).
     public var isConnectionError: Bool {
         if code == .connectionFailed || code == .connectionLost {
             return true

@@ -62,3 +62,29 @@ import Testing
         #expect(try await alone.waitForExit(timeout: 30) == 0)
     }
 }
+
+/// Every connection takes libpq's multi-host URLs (a primary and its standbys).
+@Suite struct MultiHostConnectionTests {
+    @Test func theCLIAndTheDaemonReachTheDatabaseThroughAMultiHostURL() async throws {
+        let url = try Harness.migratedDatabase()
+        // A first host that answers nothing (port 1), then the real one: libpq tries them in order.
+        let multiHost = url.replacingOccurrences(of: "@127.0.0.1:", with: "@127.0.0.1:1,127.0.0.1:")
+        #expect(multiHost != url)
+        let loaded = try ConfigurationLoader().load(file: nil, environment: ["OUTLETD_DATABASE_URL": multiHost])
+        #expect(loaded.database.url == multiHost + "?target_session_attrs=read-write")
+        _ = try TestStack.run(
+            [try OutletdProcess.executable(), "device", "add", "kitchen-1"],
+            environment: ["OUTLETD_DATABASE_URL": multiHost])
+        var configuration = try Harness.configuration(databaseURL: loaded.database.url)
+        configuration.database.url = loaded.database.url
+        try await Harness.withService(configuration) { _ in
+            let publisher = try Harness.publisher()
+            defer { publisher.stop() }
+            try publisher.publish(
+                "\(configuration.mqtt.topicPrefix)/kitchen-1/telemetry", payload: Payloads.reading(ts: Date(), seq: 1))
+            try await Harness.waitUntil(timeout: 15, "the reading stored") {
+                try Harness.count(url, "SELECT count(*) FROM samples") == 1
+            }
+        }
+    }
+}
