@@ -49,22 +49,24 @@ public struct CommandRelay: DatabaseJob {
     }
 
     /// What the relay's runs share with the rest of outletd.
-    private final class Shared: Sendable {
+    final class Shared: Sendable {
         /// The backend process id of the relay's connection (0 when not connected).
         let backendPID = Atomic<Int32>(0)
         /// Failed connections since the inbox was closed.
         let failuresWhileStopping = Mutex(0)
+        /// What ESPHome nodes announced and which switches they reported (memory, rebuilt from retained messages).
+        let esphome = Mutex(ESPHomeNodes())
     }
 
     public var name: String { "outletd-commands" }
-    private let inbox: CommandInbox
-    private let registry: DeviceRegistry
-    private let client: MQTTClient
-    private let protocols: SwitchProtocols
-    private let settings: Settings
-    private let metrics: IngestMetrics
-    private let logger: Logger
-    private let shared = Shared()
+    let inbox: CommandInbox
+    let registry: DeviceRegistry
+    let client: MQTTClient
+    let protocols: SwitchProtocols
+    let settings: Settings
+    let metrics: IngestMetrics
+    let logger: Logger
+    let shared = Shared()
 
     public init(
         inbox: CommandInbox, registry: DeviceRegistry, client: MQTTClient,
@@ -143,7 +145,7 @@ public struct CommandRelay: DatabaseJob {
     }
 
     /// One connection's worth of the relay's work: what it must do next, owned by the worker's thread.
-    private struct Loop {
+    struct Loop {
         let relay: CommandRelay
         var needsResume = true
         var needsSend = true
@@ -314,102 +316,6 @@ public struct CommandRelay: DatabaseJob {
             }
         }
 
-        /// State, availability and replies of Tasmota and Shelly outlets (PROTOCOLS.md rules 7 and 8).
-        mutating func handleForeign(_ message: RawMessage, _ route: ForeignTopic, _ store: CommandStore) throws {
-            func report(_ code: String, _ result: Result<StateReport, Rejection>?) throws {
-                switch result {
-                case nil: return
-                case .failure(let rejection)?:
-                    relay.metrics.commandMessageRejected(rejection.reason)
-                    relay.logger.notice(
-                        "state report rejected",
-                        metadata: ["topic": "\(message.topic)", "detail": "\(rejection.detail)"])
-                case .success(let stateReport)?:
-                    if case .none? = try store.recordStateReport(code: code, report: stateReport) {
-                    } else {
-                        needsResults = true
-                    }
-                }
-            }
-            func availability(_ code: String, _ result: Result<Bool, Rejection>) throws {
-                guard case .success(let online) = result else { return }
-                try store.recordAvailability(code: code, online: online)
-                if online { needsSend = true }
-            }
-            let registry = relay.registry
-            func suggest(_ suggestion: DeviceSuggestion?) throws {
-                guard let suggestion else { return }
-                let added = try DeviceStore(connection: store.connection).suggest(
-                    suggestion, topic: message.topic, seenAt: message.receivedAt,
-                    pendingDevicesMax: settings.pendingDevicesMax)
-                relay.logger.debug(
-                    "device discovered", metadata: ["code": "\(suggestion.code)", "pending": "\(added)"])
-            }
-            switch route {
-            case .tasmotaDiscovery:
-                try suggest(TasmotaProtocol.discovery(message.payload))
-            case .shellyGen1(_, .announce):
-                try suggest(ShellyGen1Protocol.announcement(message.payload))
-            case .shellyGen2Reply(let devicePrefix):
-                // Only the outlet a command was sent to can answer it: its reply topic is its own (ACL).
-                let codes = registry.lookup(.shellyGen2, topic: devicePrefix).map(\.code)
-                switch ShellyGen2Protocol.reply(message.payload) {
-                case .failure(let id, let reason)?:
-                    if try store.transition([id], .reject, reason: reason, ofOutlets: codes) > 0 {
-                        needsResults = true
-                    }
-                case .success(let id, let wasOn)?:
-                    relay.logger.debug(
-                        "Switch.Set acknowledged",
-                        metadata: ["command": "\(id)", "was_on": "\(wasOn.map(\.description) ?? "?")"])
-                case nil:
-                    return
-                }
-            case .tasmota(let match):
-                for outlet in registry.lookup(.tasmota, topic: match.deviceTopic) where outlet.device.enabled {
-                    if match.suffix == "LWT" {
-                        try availability(outlet.code, TasmotaProtocol.availability(message.payload))
-                    } else {
-                        try report(
-                            outlet.code,
-                            TasmotaProtocol.stateReport(
-                                message.payload, suffix: match.suffix, channel: outlet.channel,
-                                words: outlet.device.stateWords))
-                    }
-                }
-            case .shellyGen1(let id, let kind):
-                for outlet in registry.lookup(.shellyGen1, topic: id) where outlet.device.enabled {
-                    switch kind {
-                    case .online: try availability(outlet.code, ShellyGen1Protocol.availability(message.payload))
-                    case .relayState(let channel) where channel == outlet.channel:
-                        try report(outlet.code, ShellyGen1Protocol.stateReport(message.payload))
-                    default: break
-                    }
-                }
-            case .shellyGen2(let prefix, let kind):
-                let outlets = registry.lookup(.shellyGen2, topic: prefix).filter { $0.device.enabled }
-                if kind == .online {
-                    for outlet in outlets {
-                        try availability(outlet.code, ShellyGen2Protocol.availability(message.payload))
-                    }
-                    return
-                }
-                guard !outlets.isEmpty,
-                    case .success(let updates) = ShellyGen2Protocol.updates(
-                        message.payload, kind: kind, limits: ValidationLimits(maxPayloadBytes: settings.maxPayloadBytes)
-                    )
-                else { return }
-                for update in updates {
-                    guard case .bool(let isOn)? = update.fields["output"],
-                        let outlet = outlets.first(where: {
-                            ShellyGen2Protocol.components(channel: $0.channel).contains(update.component)
-                        })
-                    else { continue }
-                    try report(outlet.code, .success(StateReport(state: SwitchState(isOn: isOn))))
-                }
-            }
-        }
-
         func publish(_ commands: [OutgoingCommand]) {
             for command in commands {
                 guard let code = DeviceCode(command.code), let translation = relay.protocols.named(command.protocolName)
@@ -423,6 +329,19 @@ public struct CommandRelay: DatabaseJob {
                 target.tasmotaPrefixes = settings.router.tasmotaPrefixes
                 target.shellyGen1Prefix = settings.router.shellyGen1Prefix
                 target.shellyGen2ReplyPrefix = settings.router.shellyGen2ReplyPrefix(for: target.deviceTopic)
+                target.zigbee2mqttBaseTopic = settings.router.zigbee2mqttBaseTopic
+                if let device = relay.registry.lookup(command.code) {
+                    target.endpoint = device.address?.endpoint ?? ""
+                    if command.protocolName == OutletProtocol.esphome.rawValue {
+                        guard let switchID = relay.esphomeSwitch(of: device, prefix: target.deviceTopic) else {
+                            relay.logger.warning(
+                                "no switch known for an esphome outlet (--switch); the command will time out",
+                                metadata: ["code": "\(command.code)"])
+                            continue
+                        }
+                        target.endpoint = switchID
+                    }
+                }
                 let message = translation.commandMessage(target: target, commandID: command.id, state: command.state)
                 do {
                     try relay.client.publish(message.topic, payload: message.payload, qos: 1)

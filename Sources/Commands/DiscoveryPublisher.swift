@@ -91,7 +91,10 @@ public struct DiscoveryPublisher: DatabaseJob {
         }
         var wanted: [String: Wanted] = [:]
         for (code, record) in records {
-            guard record.enabled, let outletProtocol = OutletProtocol(rawValue: record.protocolName) else {
+            // Zigbee2MQTT and ESPHome announce their own entities to Home Assistant: outletd's would be duplicates.
+            guard record.enabled, let outletProtocol = OutletProtocol(rawValue: record.protocolName),
+                !outletProtocol.announcesItself
+            else {
                 wanted[code] = .some(nil)
                 continue
             }

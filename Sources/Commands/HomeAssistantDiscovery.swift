@@ -133,7 +133,8 @@ public struct HomeAssistantDiscovery: Sendable {
 
     func sources(code: DeviceCode, outlet: Outlet) -> Sources {
         switch outlet.outletProtocol {
-        case .native:
+        // Zigbee2MQTT and ESPHome announce their own entities: ``announce(code:outlet:)`` clears outletd's.
+        case .native, .zigbee2mqtt, .esphome:
             let base = "\(topicPrefix)/\(code.rawValue)"
             let telemetry = "\(base)/telemetry"
             return Sources(
@@ -233,7 +234,10 @@ public struct HomeAssistantDiscovery: Sendable {
 
     /// The retained messages announcing `outlet` as `code`, one per topic of ``topics(code:)`` in that order: the
     /// switch, then the sensors; a sensor its protocol does not publish has an empty payload (removed).
+    /// An outlet whose firmware announces itself (Zigbee2MQTT, ESPHome: ``OutletProtocol/announcesItself``) gets
+    /// the empty configs of ``clear(code:)``: Home Assistant shows the firmware's own entities, not a duplicate.
     public func announce(code: DeviceCode, outlet: Outlet) throws -> [Message] {
+        guard !outlet.outletProtocol.announcesItself else { return clear(code: code) }
         let sources = sources(code: code, outlet: outlet)
         let device: [String: Any] = [
             "identifiers": ["outletd_\(code.rawValue)"], "name": outlet.name.isEmpty ? code.rawValue : outlet.name,

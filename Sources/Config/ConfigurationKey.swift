@@ -147,6 +147,12 @@ extension ConfigurationKey {
         .string(
             "protocols.shelly_gen2_reply_prefix", \.protocols.shellyGen2ReplyPrefix,
             "JSON-RPC src of outletd (empty: outletd/<instance_id>/shelly)", nonEmpty: false),
+        .string(
+            "protocols.zigbee2mqtt_base_topic", \.protocols.zigbee2mqttBaseTopic,
+            "Zigbee2MQTT's base topic (empty: not read)", nonEmpty: false),
+        .string(
+            "protocols.esphome_subscriptions", \.protocols.esphomeSubscriptions,
+            "ESPHome topic filters (comma-separated; empty: not read)", nonEmpty: false),
         .string("instance_id", \.instanceID, "MQTT client id and log label of this instance"),
         .string(
             "database.url", \.database.url, "libpq connection string or postgresql:// URI",

@@ -36,7 +36,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var prefix = "homeassistant"
     }
 
-    /// Tasmota and Shelly topic layouts (docs/PROTOCOLS.md). Lists are comma-separated.
+    /// Tasmota, Shelly, Zigbee2MQTT and ESPHome topic layouts (docs/PROTOCOLS.md). Lists are comma-separated.
     public struct ProtocolSettings: Sendable, Equatable {
         /// FullTopic patterns subscribed to besides those of registered outlets.
         public var tasmotaFullTopics = "%prefix%/%topic%/"
@@ -48,6 +48,11 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var shellyGen2Subscriptions = "+/status/+,+/events/rpc,+/online"
         /// outletd's JSON-RPC `src`; replies come on `<this>/rpc`. Empty: `outletd/<instance_id>/shelly`.
         public var shellyGen2ReplyPrefix = ""
+        /// Zigbee2MQTT's base topic (its `mqtt.base_topic`); empty: Zigbee2MQTT is not read.
+        public var zigbee2mqttBaseTopic = "zigbee2mqtt"
+        /// The ESPHome filters (the node's topic prefix is the levels before `sensor`, `switch`, `status`); empty:
+        /// ESPHome is not read. Discovery is read under `homeassistant.prefix`.
+        public var esphomeSubscriptions = "+/sensor/+/state,+/switch/+/state,+/status"
     }
 
     /// The default of both share groups (`mqtt.share_group`, `commands.share_group`): none, plain

@@ -50,18 +50,21 @@ public final class IngestService: Service, Sendable {
     /// The subscriptions, with the Tasmota FullTopics of registered outlets added (see docs/PROTOCOLS.md).
     public func subscriptions(registeredFullTopics: Set<String>) -> [String] {
         let prefix = configuration.mqtt.topicPrefix
-        let foreign = ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics).subscriptions
+        let router = ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics)
+        // A shared filter receives no retained message: those the relay needs (Zigbee2MQTT's device list) get a
+        // plain one beside it.
+        let companions = configuration.mqtt.shareGroup.isEmpty ? [] : router.plainCompanions
         return [
             Self.filter("\(prefix)/+/telemetry", shareGroup: configuration.mqtt.shareGroup),
             Self.filter("\(prefix)/+/set", shareGroup: configuration.commands.shareGroup),
             "\(prefix)/+/state",
             "\(prefix)/+/availability",
         ]
-            + foreign.map {
+            + router.subscriptions.map {
                 // Readings of other protocols are shared like native telemetry: with several instances, a
                 // reading stamped with the receive time would otherwise be stored once per instance.
-                ProtocolRouter.carriesReadings($0) ? Self.filter($0, shareGroup: configuration.mqtt.shareGroup) : $0
-            }
+                router.carriesReadings($0) ? Self.filter($0, shareGroup: configuration.mqtt.shareGroup) : $0
+            } + companions
     }
 
     /// Forms of the shared filters that a persistent session may still hold from another setting of the

@@ -4,7 +4,7 @@ import Storage
 import Synchronization
 import Telemetry
 
-/// Turns Tasmota and Shelly reading messages into samples, on the writer thread.
+/// Turns Tasmota, Shelly, Zigbee2MQTT and ESPHome reading messages into samples, on the writer thread.
 ///
 /// Holds what those protocols spread over several messages (docs/PROTOCOLS.md):
 /// - Shelly Gen1's open polls (``ShellyGen1Polls``): a `relay/<n>/power` waits, at most
@@ -15,6 +15,9 @@ import Telemetry
 ///   the last one stored for the outlet and received within ``duplicateWindowSeconds`` of it is not stored
 ///   again: with both `status/switch:<n>` and `events/rpc` subscribed the same values arrive twice. The overlay
 ///   is memory only; after a restart the first messages rebuild it.
+/// - Zigbee2MQTT's last meter values per outlet (``ForeignReadings/classifyZigbee2MQTT``): a state message is a
+///   new sample only when a meter value changed.
+/// - ESPHome's open update cycles (``ESPHomeCycles``), held like Gen1 polls (``ForeignReadings/classifyESPHome``).
 ///
 /// Messages a firmware sends in normal operation that carry no reading are ``IgnoredKind``s, never rejections.
 /// One `Mutex` guards the state.
@@ -30,13 +33,20 @@ public final class ForeignReadings: Sendable {
 
     /// The layouts of the foreign protocols.
     let router: ProtocolRouter
-    private let registry: DeviceRegistry
-    private struct State: Sendable {
+    let registry: DeviceRegistry
+    struct State: Sendable {
         var gen1Polls = ShellyGen1Polls<Gen1Outlet>()
         var gen2Status: [String: ShellyGen2Protocol.MeterStatus] = [:]
         var gen2LastStored: [String: (status: ShellyGen2Protocol.MeterStatus, at: Date)] = [:]
+        /// Zigbee2MQTT: the last meter values of each outlet, by code.
+        var zigbeeMeters: [String: Zigbee2MQTTProtocol.Meter] = [:]
+        /// ESPHome: the open update cycles.
+        var esphomeCycles = ESPHomeCycles<Gen1Outlet>()
+        /// ESPHome outlets (by code) that sent a kept total under the usual ids (`total_energy`): from then on a
+        /// plain `energy` (counted since boot) is not their counter.
+        var esphomeTotals: Set<String> = []
     }
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
     public init(router: ProtocolRouter, registry: DeviceRegistry) {
         self.router = router
@@ -45,17 +55,29 @@ public final class ForeignReadings: Sendable {
 
     /// Until when a Shelly Gen1 poll waits for its other half; nil when none does. The batch holding its
     /// first half is not written before then (or before it completes).
-    var heldUntil: Date? { state.withLock { $0.gen1Polls.nextExpiry } }
+    var heldUntil: Date? {
+        state.withLock { state in
+            [state.gen1Polls.nextExpiry, state.esphomeCycles.nextExpiry].compactMap { $0 }.min()
+        }
+    }
 
     /// The samples of the Gen1 polls opened more than their window before `time` (every one when `time` is
     /// nil: nothing more will come), with what they have.
     func release(before time: Date?, limits: ValidationLimits) -> ClassifiedMessage {
-        let completed = state.withLock { state in
-            guard !state.gen1Polls.isEmpty else { return [ShellyGen1Polls<Gen1Outlet>.Completed]() }
-            return time.map { state.gen1Polls.expire(openedBefore: $0) } ?? state.gen1Polls.completeAll()
+        let (completed, cycles) = state.withLock { state in
+            var polls: [ShellyGen1Polls<Gen1Outlet>.Completed] = []
+            var cycles: [ESPHomeCycles<Gen1Outlet>.Completed] = []
+            if !state.gen1Polls.isEmpty {
+                polls = time.map { state.gen1Polls.expire(openedBefore: $0) } ?? state.gen1Polls.completeAll()
+            }
+            if !state.esphomeCycles.isEmpty {
+                cycles = time.map { state.esphomeCycles.expire(openedBefore: $0) } ?? state.esphomeCycles.completeAll()
+            }
+            return (polls, cycles)
         }
         var result = ClassifiedMessage()
         Self.add(completed, to: &result, limits: limits)
+        Self.add(cycles, to: &result, limits: limits)
         return result
     }
 
@@ -88,13 +110,21 @@ public final class ForeignReadings: Sendable {
             for rejection in decoded.rejections { reject(rejection.reason, rejection.detail, code: code) }
             ignored = ignored ?? decoded.ignored
         }
+        switch route {
+        case .zigbee2mqtt(.message(let path)):
+            return classifyZigbee2MQTT(message, path: path, limits: limits, into: &result)
+        case .esphome(let prefix, .sensor(let objectID)):
+            return classifyESPHome(message, prefix: prefix, objectID: objectID, limits: limits, into: &result)
+        default:
+            break
+        }
         let outletProtocol: OutletProtocol
         let deviceTopic: String
         switch route {
         case .tasmota(let match): (outletProtocol, deviceTopic) = (.tasmota, match.deviceTopic)
         case .shellyGen1(let id, _): (outletProtocol, deviceTopic) = (.shellyGen1, id)
         case .shellyGen2(let prefix, _): (outletProtocol, deviceTopic) = (.shellyGen2, prefix)
-        case .shellyGen2Reply, .tasmotaDiscovery: return nil
+        case .shellyGen2Reply, .tasmotaDiscovery, .zigbee2mqtt, .esphome, .esphomeDiscovery: return nil
         }
         let outlets = registry.lookup(outletProtocol, topic: deviceTopic).filter { $0.device.enabled }
         guard !outlets.isEmpty else {

@@ -7,7 +7,7 @@ import Telemetry
 public enum MessageRoute: Sendable, Equatable {
     /// `<prefix>/<code>/<kind>` of the native protocol (the code not yet validated).
     case native(NativeProtocol.TopicKind, code: String)
-    /// A Tasmota or Shelly topic.
+    /// A Tasmota, Shelly, Zigbee2MQTT or ESPHome topic.
     case foreign(ForeignTopic)
     /// Came in through a subscription but is not read (Tasmota `stat/<t>/STATUS`, a Gen2 `status/sys`).
     case unread
@@ -104,6 +104,26 @@ extension MessageRoute {
             byte(7)
         case .unknown:
             byte(8)
+        case .foreign(.zigbee2mqtt(let kind)):
+            byte(9)
+            switch kind {
+            case .message(let path): byte(0); text(path)
+            case .availability(let name): byte(1); text(name)
+            case .bridgeDevices: byte(2)
+            }
+        case .foreign(.esphome(let prefix, let kind)):
+            byte(10)
+            text(prefix)
+            switch kind {
+            case .sensor(let objectID): byte(0); text(objectID)
+            case .switchState(let objectID): byte(1); text(objectID)
+            case .status: byte(2)
+            }
+        case .foreign(.esphomeDiscovery(let component, let node, let objectID)):
+            byte(11)
+            text(component)
+            text(node)
+            text(objectID)
         }
         return bytes
     }
@@ -162,6 +182,24 @@ extension MessageRoute {
         case 6?: route = .foreign(.tasmotaDiscovery)
         case 7?: route = .unread
         case 8?: route = .unknown
+        case 9?:
+            switch byte() {
+            case 0?: route = text().map { .foreign(.zigbee2mqtt(.message(path: $0))) }
+            case 1?: route = text().map { .foreign(.zigbee2mqtt(.availability(name: $0))) }
+            case 2?: route = .foreign(.zigbee2mqtt(.bridgeDevices))
+            default: route = nil
+            }
+        case 10?:
+            guard let prefix = text() else { return nil }
+            switch byte() {
+            case 0?: route = text().map { .foreign(.esphome(prefix: prefix, kind: .sensor(objectID: $0))) }
+            case 1?: route = text().map { .foreign(.esphome(prefix: prefix, kind: .switchState(objectID: $0))) }
+            case 2?: route = .foreign(.esphome(prefix: prefix, kind: .status))
+            default: route = nil
+            }
+        case 11?:
+            guard let component = text(), let node = text(), let objectID = text() else { return nil }
+            route = .foreign(.esphomeDiscovery(component: component, node: node, objectID: objectID))
         default: route = nil
         }
         guard let route, position == tag.count else { return nil }

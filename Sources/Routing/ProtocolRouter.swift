@@ -3,7 +3,7 @@ import Foundation
 import MQTT
 import Telemetry
 
-/// A Tasmota or Shelly topic, recognised by layout only (no registry lookup).
+/// A Tasmota, Shelly, Zigbee2MQTT or ESPHome topic, recognised by layout only (no registry lookup).
 public enum ForeignTopic: Sendable, Equatable {
     case tasmota(TasmotaProtocol.TopicMatch)
     case shellyGen1(id: String, kind: ShellyGen1Protocol.TopicKind)
@@ -13,6 +13,13 @@ public enum ForeignTopic: Sendable, Equatable {
     case shellyGen2Reply(devicePrefix: String)
     /// A retained `tasmota/discovery/<MAC>/config`.
     case tasmotaDiscovery
+    /// A topic under Zigbee2MQTT's base topic: a device's state (or attribute topic), availability, the device list.
+    case zigbee2mqtt(Zigbee2MQTTProtocol.TopicKind)
+    /// An ESPHome sensor, switch or status topic under the node's topic prefix.
+    case esphome(prefix: String, kind: ESPHomeProtocol.TopicKind)
+    /// A retained `<discovery prefix>/sensor|switch/<node>/<object id>/config` (ESPHome's, or another publisher's,
+    /// which the relay tells apart by its payload).
+    case esphomeDiscovery(component: String, node: String, objectID: String)
 
     /// Where the MQTT callback sends it: readings to the spool, state/availability/replies to the command relay.
     public var carriesReadings: Bool {
@@ -20,6 +27,8 @@ public enum ForeignTopic: Sendable, Equatable {
         case .tasmota(let match): match.suffix == "SENSOR" || match.suffix == "STATUS8"
         case .shellyGen1(_, .power), .shellyGen1(_, .energy): true
         case .shellyGen2(_, .status), .shellyGen2(_, .events): true
+        case .zigbee2mqtt(.message): true
+        case .esphome(_, .sensor): true
         default: false
         }
     }
@@ -30,6 +39,8 @@ public enum ForeignTopic: Sendable, Equatable {
         case .tasmota(let match): match.suffix != "SENSOR" && match.suffix != "STATUS8"
         case .shellyGen1(_, .relayState), .shellyGen1(_, .online), .shellyGen1(_, .announce): true
         case .shellyGen2, .shellyGen2Reply, .tasmotaDiscovery: true
+        case .zigbee2mqtt, .esphomeDiscovery: true
+        case .esphome(_, .switchState), .esphome(_, .status): true
         default: false
         }
     }
@@ -45,6 +56,12 @@ public struct ProtocolRouter: Sendable {
     /// `<this>/<its device prefix>/rpc` (``shellyGen2ReplyPrefix(for:)``), a topic the broker's ACL lets only
     /// that outlet write.
     public var shellyGen2ReplyPrefix: String
+    /// Zigbee2MQTT's base topic; empty when Zigbee2MQTT is not read.
+    public var zigbee2mqttBaseTopic: String
+    /// The ESPHome filters; empty when ESPHome is not read.
+    public var esphomeSubscriptions: [String]
+    /// Where ESPHome's discovery is read (`homeassistant.prefix`).
+    public var discoveryPrefix: String
 
     /// A router from `configuration.protocols` plus the FullTopics of registered outlets.
     public init(_ configuration: OutletdConfiguration, registeredFullTopics: Set<String> = []) {
@@ -65,6 +82,10 @@ public struct ProtocolRouter: Sendable {
         shellyGen2ReplyPrefix =
             settings.shellyGen2ReplyPrefix.isEmpty
             ? "outletd/\(configuration.instanceID)/shelly" : settings.shellyGen2ReplyPrefix
+        zigbee2mqttBaseTopic = settings.zigbee2mqttBaseTopic.filter { $0 != "#" && $0 != "+" }
+        while zigbee2mqttBaseTopic.hasSuffix("/") { zigbee2mqttBaseTopic.removeLast() }
+        esphomeSubscriptions = list(settings.esphomeSubscriptions)
+        discoveryPrefix = configuration.homeAssistant.prefix
     }
 
     /// The filters outletd subscribes to for these protocols.
@@ -81,6 +102,13 @@ public struct ProtocolRouter: Sendable {
         ]
         filters += shellyGen2Subscriptions
         filters.append("\(shellyGen2ReplyPrefix)/#")
+        if !zigbee2mqttBaseTopic.isEmpty {
+            filters.append(Zigbee2MQTTProtocol.subscription(baseTopic: zigbee2mqttBaseTopic))
+        }
+        if !esphomeSubscriptions.isEmpty {
+            filters += esphomeSubscriptions
+            filters += ["\(discoveryPrefix)/sensor/+/+/config", "\(discoveryPrefix)/switch/+/+/config"]
+        }
         var seen = Set<String>()
         return filters.filter { seen.insert($0).inserted }
     }
@@ -95,7 +123,21 @@ public struct ProtocolRouter: Sendable {
     /// State, availability, discovery and RPC replies stay plain (retained, or needed by every instance).
     public static func carriesReadings(_ filter: String) -> Bool {
         filter.hasSuffix("/SENSOR") || filter.hasSuffix("/relay/+/power") || filter.hasSuffix("/relay/+/energy")
-            || filter.hasSuffix("/status/+") || filter.hasSuffix("/events/rpc")
+            || filter.hasSuffix("/status/+") || filter.hasSuffix("/events/rpc") || filter.hasSuffix("/sensor/+/state")
+    }
+
+    /// ``carriesReadings(_:)``, and Zigbee2MQTT's `<base>/#` (device states are readings; with a share group the
+    /// retained `<base>/bridge/devices` gets a plain filter of its own: ``plainCompanions``).
+    public func carriesReadings(_ filter: String) -> Bool {
+        Self.carriesReadings(filter)
+            || (!zigbee2mqttBaseTopic.isEmpty
+                && filter == Zigbee2MQTTProtocol.subscription(baseTopic: zigbee2mqttBaseTopic))
+    }
+
+    /// Plain filters needed beside shared ones: a shared subscription receives no retained message, and
+    /// Zigbee2MQTT's device list is one (with plain filters only, `<base>/#` covers it already).
+    public var plainCompanions: [String] {
+        zigbee2mqttBaseTopic.isEmpty ? [] : ["\(zigbee2mqttBaseTopic)/bridge/devices"]
     }
 
     /// Whether `topic` came in through one of the foreign subscriptions without being a topic outletd reads
@@ -114,6 +156,16 @@ public struct ProtocolRouter: Sendable {
                     .contains(where: \.isEmpty)
             else { return nil }
             return .shellyGen2Reply(devicePrefix: String(devicePrefix))
+        }
+        if !zigbee2mqttBaseTopic.isEmpty,
+            let kind = Zigbee2MQTTProtocol.parseTopic(topic, baseTopic: zigbee2mqttBaseTopic)
+        {
+            return .zigbee2mqtt(kind)
+        }
+        if !esphomeSubscriptions.isEmpty,
+            let found = ESPHomeDiscovery.parseTopic(topic, discoveryPrefix: discoveryPrefix)
+        {
+            return .esphomeDiscovery(component: found.component, node: found.node, objectID: found.objectID)
         }
         let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
         if levels.count == 4, levels[0] == "tasmota", levels[1] == "discovery", levels[3] == "config",
@@ -136,6 +188,9 @@ public struct ProtocolRouter: Sendable {
         }
         if let gen1 = ShellyGen1Protocol.parseTopic(topic, prefix: shellyGen1Prefix) {
             return .shellyGen1(id: gen1.id, kind: gen1.kind)
+        }
+        if !esphomeSubscriptions.isEmpty, let node = ESPHomeProtocol.parseTopic(topic) {
+            return .esphome(prefix: node.prefix, kind: node.kind)
         }
         if let gen2 = ShellyGen2Protocol.parseTopic(topic), gen2.kind != .rpc {
             return .shellyGen2(prefix: gen2.prefix, kind: gen2.kind)

@@ -1,4 +1,5 @@
-/// An outlet announced by its firmware (Tasmota discovery, Shelly announce), suggested for registration.
+/// An outlet announced by its firmware (Tasmota discovery, Shelly announce, Zigbee2MQTT's `bridge/devices`, ESPHome
+/// discovery), suggested for registration.
 public struct DeviceSuggestion: Sendable, Equatable {
     /// The code suggested for `pending_devices` (the device's topic, made a valid code).
     public var code: String
@@ -12,11 +13,17 @@ public struct DeviceSuggestion: Sendable, Equatable {
     /// Tasmota's ON/OFF words (discovery `state`), when known.
     public var onWord: String?
     public var offWord: String?
+    /// Named endpoints, one outlet each (Zigbee2MQTT `l1`, `l2`; ESPHome switch object ids); empty: `channels`.
+    public var endpoints: [String]
+    /// ESPHome: which sensor is what, as discovery said (``ESPHomeProtocol/SensorMap``'s text).
+    public var sensorMap: String?
 
     public init(
         code: String, outletProtocol: OutletProtocol, deviceTopic: String, fullTopic: String? = nil, channels: [Int],
-        onWord: String? = nil, offWord: String? = nil
+        onWord: String? = nil, offWord: String? = nil, endpoints: [String] = [], sensorMap: String? = nil
     ) {
+        self.endpoints = endpoints
+        self.sensorMap = sensorMap
         self.code = code
         self.outletProtocol = outletProtocol
         self.deviceTopic = deviceTopic

@@ -6,7 +6,8 @@ public enum IgnoredKind: String, Sendable, CaseIterable, Codable {
     /// had no `power`, a Gen2 `aenergy` update while the channel's power is not known yet). A Gen2 counter is
     /// kept and stored with the channel's next sample.
     case energyOnly = "energy_only"
-    /// A Tasmota `SENSOR` without an `ENERGY` block (a device whose sensors are not a meter).
+    /// A sensor that is no meter: a Tasmota `SENSOR` without an `ENERGY` block, an ESPHome sensor that is none of
+    /// the outlet's power, voltage, current, power factor and energy counter (Wi-Fi signal, a daily energy).
     case noMeter = "no_meter"
     /// A Tasmota multi-relay device with one meter: the meter's reading belongs to its lowest registered
     /// relay, and is no reading of the others.
@@ -22,4 +23,16 @@ public enum IgnoredKind: String, Sendable, CaseIterable, Codable {
     /// A topic that arrived through outletd's subscriptions but that it does not read (Tasmota
     /// `stat/<t>/STATUS`, a Gen2 `status/sys`…).
     case unreadTopic = "unread_topic"
+    /// A device under Zigbee2MQTT's base topic, or an ESPHome node, that no registered outlet uses (sensors,
+    /// lights, a plug not yet approved): the bridge and ESPHome's topics carry every device of the network.
+    case notAnOutlet = "not_an_outlet"
+    /// A Zigbee2MQTT attribute topic (`<name>/<attribute>`, `output: attribute_and_json`): the same values come
+    /// in the device's JSON state, which is read.
+    case attributeTopic = "attribute_topic"
+    /// A Zigbee2MQTT state whose meter values all equal the outlet's last ones: with `cache_state: true` every
+    /// message repeats the cached values beside the attribute that changed (a state, a link quality).
+    case cachedValues = "cached_values"
+    /// Meter values without a power (nor a voltage and a current) to make a sample of: a Zigbee2MQTT voltage
+    /// before any power is known, an ESPHome update cycle with only a voltage.
+    case noPower = "no_power"
 }

@@ -10,6 +10,14 @@ public enum OutletProtocol: String, Sendable, CaseIterable, Codable {
     case shellyGen1 = "shelly-gen1"
     /// Shelly Gen2/Gen3: JSON status and JSON-RPC under `<prefix>/`.
     case shellyGen2 = "shelly-gen2"
+    /// Zigbee plugs behind Zigbee2MQTT: a JSON state per device under `<base topic>/<friendly name>`.
+    case zigbee2mqtt
+    /// ESPHome's MQTT: one plain value per sensor under `<topic prefix>/sensor/<object id>/state`.
+    case esphome
+
+    /// Whether the firmware announces its outlets to Home Assistant itself (Zigbee2MQTT's and ESPHome's own
+    /// discovery): outletd then announces nothing for them, so Home Assistant has no duplicate entities.
+    public var announcesItself: Bool { self == .zigbee2mqtt || self == .esphome }
 }
 
 /// Where a registered outlet lives in its protocol's topic space.
@@ -20,12 +28,16 @@ public struct ProtocolAddress: Sendable, Equatable, Hashable {
     public var deviceTopic: String
     /// Relay number: Tasmota 1-based (`POWER1`), Shelly 0-based (`relay/0`, `switch:0`).
     public var channel: Int
+    /// A named endpoint: the Zigbee2MQTT endpoint of a multi-socket device (`l2`), the ESPHome switch's object id;
+    /// empty for a device's only outlet.
+    public var endpoint: String
 
     /// Creates an address.
-    public init(outletProtocol: OutletProtocol, deviceTopic: String, channel: Int) {
+    public init(outletProtocol: OutletProtocol, deviceTopic: String, channel: Int, endpoint: String = "") {
         self.outletProtocol = outletProtocol
         self.deviceTopic = deviceTopic
         self.channel = channel
+        self.endpoint = endpoint
     }
 }
 

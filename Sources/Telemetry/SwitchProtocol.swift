@@ -62,6 +62,10 @@ public struct SwitchTarget: Sendable, Equatable {
     public var shellyGen1Prefix = "shellies"
     /// outletd's own Gen2 reply prefix (`src`); replies arrive on `<replyPrefix>/rpc`.
     public var shellyGen2ReplyPrefix = ""
+    /// Zigbee2MQTT's base topic (`zigbee2mqtt`).
+    public var zigbee2mqttBaseTopic = Zigbee2MQTTProtocol.defaultBaseTopic
+    /// Zigbee2MQTT endpoint (`l2`), ESPHome switch object id; empty for a device's only outlet.
+    public var endpoint = ""
 
     /// A target for the native protocol; set the other fields for the foreign ones.
     public init(code: DeviceCode, nativePrefix: String) {
@@ -127,6 +131,41 @@ public struct ShellyGen2SwitchProtocol: SwitchProtocol {
     }
 }
 
+/// Zigbee2MQTT: `<base>/<name>/set` `{"state":"OFF"}` (`state_<endpoint>`), confirmed by the next state message.
+public struct Zigbee2MQTTSwitchProtocol: SwitchProtocol {
+    public init() {}
+    public var name: String { OutletProtocol.zigbee2mqtt.rawValue }
+    public func commandMessage(target: SwitchTarget, commandID: Int64, state: SwitchState) -> (
+        topic: String, payload: [UInt8]
+    ) {
+        Zigbee2MQTTProtocol.commandMessage(
+            baseTopic: target.zigbee2mqttBaseTopic, name: target.deviceTopic, endpoint: target.endpoint, state: state)
+    }
+    public func stateReport(_ payload: [UInt8]) -> Result<StateReport, Rejection> {
+        Zigbee2MQTTProtocol.stateReport(payload, endpoint: "")
+            ?? .failure(Rejection(reason: .invalidStateReport, detail: "no state"))
+    }
+    public func availability(_ payload: [UInt8]) -> Result<Bool, Rejection> {
+        Zigbee2MQTTProtocol.availability(payload)
+    }
+}
+
+/// ESPHome: `<prefix>/switch/<object id>/command` `ON`/`OFF`, confirmed by the switch's next `state`. The relay
+/// fills ``SwitchTarget/endpoint`` with the switch (registered, discovered, or the node's only one).
+public struct ESPHomeSwitchProtocol: SwitchProtocol {
+    public init() {}
+    public var name: String { OutletProtocol.esphome.rawValue }
+    public func commandMessage(target: SwitchTarget, commandID: Int64, state: SwitchState) -> (
+        topic: String, payload: [UInt8]
+    ) {
+        ESPHomeProtocol.commandMessage(prefix: target.deviceTopic, switchID: target.endpoint, state: state)
+    }
+    public func stateReport(_ payload: [UInt8]) -> Result<StateReport, Rejection> {
+        ESPHomeProtocol.switchState(payload)
+    }
+    public func availability(_ payload: [UInt8]) -> Result<Bool, Rejection> { ESPHomeProtocol.availability(payload) }
+}
+
 /// The translations outletd knows, by `devices.protocol`.
 public struct SwitchProtocols: Sendable {
     private let byName: [String: any SwitchProtocol]
@@ -134,6 +173,7 @@ public struct SwitchProtocols: Sendable {
     public init(
         _ protocols: [any SwitchProtocol] = [
             NativeSwitchProtocol(), TasmotaSwitchProtocol(), ShellyGen1SwitchProtocol(), ShellyGen2SwitchProtocol(),
+            Zigbee2MQTTSwitchProtocol(), ESPHomeSwitchProtocol(),
         ]
     ) {
         var byName: [String: any SwitchProtocol] = [:]

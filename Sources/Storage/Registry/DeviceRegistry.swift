@@ -29,13 +29,17 @@ public struct RegisteredDevice: Sendable, Equatable {
         let address: ProtocolAddress?
         let fullTopic: String
         let stateWords: TasmotaProtocol.StateWords
+        let sensorMap: ESPHomeProtocol.SensorMap
 
-        init(protocolName: String, address: ProtocolAddress?, fullTopic: String, stateWords: TasmotaProtocol.StateWords)
-        {
+        init(
+            protocolName: String, address: ProtocolAddress?, fullTopic: String, stateWords: TasmotaProtocol.StateWords,
+            sensorMap: ESPHomeProtocol.SensorMap
+        ) {
             self.protocolName = protocolName
             self.address = address
             self.fullTopic = fullTopic
             self.stateWords = stateWords
+            self.sensorMap = sensorMap
         }
     }
 
@@ -46,27 +50,32 @@ public struct RegisteredDevice: Sendable, Equatable {
     public var fullTopic: String { details?.fullTopic ?? TasmotaProtocol.defaultFullTopic }
     /// Tasmota's configured ON/OFF words.
     public var stateWords: TasmotaProtocol.StateWords { details?.stateWords ?? TasmotaProtocol.StateWords() }
+    /// ESPHome: which sensor is what (the discovered map over the `--sensor` flags, role by role).
+    public var sensorMap: ESPHomeProtocol.SensorMap { details?.sensorMap ?? ESPHomeProtocol.SensorMap() }
 
     public init(
         id: Int32, enabled: Bool, protocolName: String, address: ProtocolAddress? = nil,
         fullTopic: String = TasmotaProtocol.defaultFullTopic,
-        stateWords: TasmotaProtocol.StateWords = TasmotaProtocol.StateWords()
+        stateWords: TasmotaProtocol.StateWords = TasmotaProtocol.StateWords(),
+        sensorMap: ESPHomeProtocol.SensorMap = ESPHomeProtocol.SensorMap()
     ) {
         self.id = id
         self.enabled = enabled
         if protocolName == OutletProtocol.native.rawValue && address == nil
             && fullTopic == TasmotaProtocol.defaultFullTopic && stateWords == TasmotaProtocol.StateWords()
+            && sensorMap == ESPHomeProtocol.SensorMap()
         {
             details = nil
         } else {
             details = Details(
-                protocolName: protocolName, address: address, fullTopic: fullTopic, stateWords: stateWords)
+                protocolName: protocolName, address: address, fullTopic: fullTopic, stateWords: stateWords,
+                sensorMap: sensorMap)
         }
     }
 
     public static func == (a: RegisteredDevice, b: RegisteredDevice) -> Bool {
         a.id == b.id && a.enabled == b.enabled && a.protocolName == b.protocolName && a.address == b.address
-            && a.fullTopic == b.fullTopic && a.stateWords == b.stateWords
+            && a.fullTopic == b.fullTopic && a.stateWords == b.stateWords && a.sensorMap == b.sensorMap
     }
 }
 
@@ -81,6 +90,21 @@ public struct ProtocolTopicKey: Sendable, Hashable {
     }
 }
 
+/// One outlet's place at a (protocol, topic): its channel and its named endpoint.
+struct AddressSlot: Sendable, Hashable, Comparable {
+    var channel: Int
+    var endpoint: String
+
+    init(_ address: ProtocolAddress) {
+        channel = address.channel
+        endpoint = address.endpoint
+    }
+
+    static func < (a: AddressSlot, b: AddressSlot) -> Bool {
+        (a.channel, a.endpoint) < (b.channel, b.endpoint)
+    }
+}
+
 /// The in-memory copy of the `devices` table that every message is checked against.
 ///
 /// Filled and kept fresh by ``RegistryListener`` (LISTEN/NOTIFY plus a periodic full reload);
@@ -88,8 +112,9 @@ public struct ProtocolTopicKey: Sendable, Hashable {
 public final class DeviceRegistry: Sendable {
     private struct State: Sendable {
         var devices: RegistryEntries = [:]
-        /// (protocol, device topic) → channel → code, for Tasmota and Shelly outlets; kept with `devices`.
-        var byAddress: [ProtocolTopicKey: [Int: String]] = [:]
+        /// (protocol, device topic) → (channel, endpoint) → code, for the foreign protocols' outlets; kept with
+        /// `devices`.
+        var byAddress: [ProtocolTopicKey: [AddressSlot: String]] = [:]
         var loaded = false
     }
     private let state = Guarded(State())
@@ -101,14 +126,15 @@ public final class DeviceRegistry: Sendable {
         state.withLock { $0.devices[code] }
     }
 
-    /// The outlets registered at a foreign protocol topic: (channel, code, device), by channel.
+    /// The outlets registered at a foreign protocol topic: (channel, code, device), by channel and endpoint (the
+    /// endpoint is `device.address?.endpoint`).
     public func lookup(_ outletProtocol: OutletProtocol, topic deviceTopic: String) -> [(
         channel: Int, code: String, device: RegisteredDevice
     )] {
         state.withLock { state in
             guard let channels = state.byAddress[ProtocolTopicKey(outletProtocol, deviceTopic)] else { return [] }
-            return channels.sorted { $0.key < $1.key }.compactMap { channel, code in
-                state.devices[code].map { (channel, code, $0) }
+            return channels.sorted { $0.key < $1.key }.compactMap { slot, code in
+                state.devices[code].map { (slot.channel, code, $0) }
             }
         }
     }
@@ -120,10 +146,11 @@ public final class DeviceRegistry: Sendable {
 
     /// Replaces everything (a full reload).
     public func replaceAll(_ entries: RegistryEntries) {
-        var index: [ProtocolTopicKey: [Int: String]] = [:]
+        var index: [ProtocolTopicKey: [AddressSlot: String]] = [:]
         for (code, entry) in entries {
             guard let address = entry.address else { continue }
-            index[ProtocolTopicKey(address.outletProtocol, address.deviceTopic), default: [:]][address.channel] = code
+            index[ProtocolTopicKey(address.outletProtocol, address.deviceTopic), default: [:]][AddressSlot(address)] =
+                code
         }
         state.update { $0 = State(devices: entries, byAddress: index, loaded: true) }
     }
@@ -138,7 +165,7 @@ public final class DeviceRegistry: Sendable {
         state.withLock { state in
             if let old = state.devices[code]?.address {
                 let key = ProtocolTopicKey(old.outletProtocol, old.deviceTopic)
-                if state.byAddress[key]?[old.channel] == code { state.byAddress[key]?[old.channel] = nil }
+                if state.byAddress[key]?[AddressSlot(old)] == code { state.byAddress[key]?[AddressSlot(old)] = nil }
                 if state.byAddress[key]?.isEmpty == true { state.byAddress[key] = nil }
             }
             if let entry {
@@ -150,7 +177,7 @@ public final class DeviceRegistry: Sendable {
             }
             if let address = entry?.address {
                 state.byAddress[ProtocolTopicKey(address.outletProtocol, address.deviceTopic), default: [:]][
-                    address.channel] = code
+                    AddressSlot(address)] = code
             }
         }
     }

@@ -26,6 +26,11 @@ public struct DeviceRecord: Sendable, Equatable {
     public var ownerNote: String? = nil
     /// The key printed on the outlet's label, stored form (``ClaimKey/display(_:)`` prints it with dashes).
     public var claimKey: String = ""
+    /// Zigbee2MQTT endpoint / ESPHome switch object id; empty for a device's only outlet.
+    public var endpoint: String = ""
+    /// ESPHome: the sensors from `--sensor`/`--switch`, and those the node's discovery named.
+    public var sensorMap: String? = nil
+    public var discoveredSensorMap: String? = nil
 }
 
 /// A row of `pending_devices`: a code that sent data without being registered.
@@ -39,6 +44,8 @@ public struct PendingDevice: Sendable, Equatable {
     public var suggestedProtocol: String? = nil
     public var suggestedTopic: String? = nil
     public var suggestedChannels: [Int] = []
+    /// Named endpoints (Zigbee2MQTT sockets, ESPHome switches): one outlet each.
+    public var suggestedEndpoints: [String] = []
 }
 
 /// A registry operation that cannot be done, said in words an operator understands.
@@ -78,12 +85,21 @@ public struct DeviceStore {
         /// Tasmota's ON/OFF words when not `ON`/`OFF`.
         public var stateOnWord: String?
         public var stateOffWord: String?
+        /// Zigbee2MQTT endpoint (`l2`) or ESPHome switch object id (`--switch`).
+        public var endpoint: String = ""
+        /// ESPHome `--sensor` flags as a ``ESPHomeProtocol/SensorMap`` text.
+        public var sensorMap: String?
+        /// What discovery said of an ESPHome node's sensors (set by `approve`).
+        public var discoveredSensorMap: String?
 
         public init(
             code: String, name: String = "", description: String = "", owner: String? = nil, enabled: Bool = true,
             outletProtocol: OutletProtocol = .native, protocolTopic: String? = nil, fullTopic: String? = nil,
-            channel: Int? = nil, stateOnWord: String? = nil, stateOffWord: String? = nil
+            channel: Int? = nil, stateOnWord: String? = nil, stateOffWord: String? = nil, endpoint: String = "",
+            sensorMap: String? = nil
         ) {
+            self.endpoint = endpoint
+            self.sensorMap = sensorMap
             self.code = code
             self.name = name
             self.description = description
@@ -105,7 +121,7 @@ public struct DeviceStore {
     }
 
     /// Turns a unique violation into words.
-    private func mappingDuplicates<T>(_ code: String, _ body: () throws -> T) throws -> T {
+    func mappingDuplicates<T>(_ code: String, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as PostgresError where error.sqlState == "23505" {
@@ -114,7 +130,7 @@ public struct DeviceStore {
     }
 
     /// Checks and inserts one outlet and deletes it from `pending_devices`; the caller holds a transaction.
-    private func insert(_ device: NewDevice) throws -> DeviceRecord {
+    func insert(_ device: NewDevice) throws -> DeviceRecord {
         guard DeviceCode(device.code) != nil else {
             throw DeviceStoreError(
                 message: "invalid device code \"\(device.code)\": use 1 to 64 of A-Z a-z 0-9 _ -")
@@ -132,19 +148,23 @@ public struct DeviceStore {
                 throw DeviceStoreError(
                     message: "FullTopic \"\(fullTopic)\" must hold %prefix% and %topic% once each")
             }
+            try Self.checkNamedAddress(device)
+        }
+        if !device.endpoint.isEmpty && device.outletProtocol != .zigbee2mqtt && device.outletProtocol != .esphome {
+            throw DeviceStoreError(message: "only zigbee2mqtt and esphome outlets have a named endpoint")
         }
         let result = try connection.execute(
             """
             INSERT INTO devices (code, name, description, owner, enabled, protocol, protocol_topic, full_topic,
-                                 channel, state_on_word, state_off_word)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                                 channel, state_on_word, state_off_word, endpoint, sensor_map, discovered_sensor_map)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
             RETURNING \(Self.columns)
             """,
             [
                 device.code, device.name, device.description, device.owner, device.enabled,
                 device.outletProtocol.rawValue, device.outletProtocol == .native ? nil : device.protocolTopic,
                 device.outletProtocol == .tasmota ? device.fullTopic : nil, channel, device.stateOnWord,
-                device.stateOffWord,
+                device.stateOffWord, device.endpoint, device.sensorMap, device.discoveredSensorMap,
             ])
         try connection.execute("DELETE FROM pending_devices WHERE code = $1", [device.code])
         return try Self.record(result, row: 0)
@@ -208,92 +228,6 @@ public struct DeviceStore {
         }
     }
 
-    /// Codes that sent data without being registered, most recently seen first.
-    public func pending() throws -> [PendingDevice] {
-        let result = try connection.execute(
-            """
-            SELECT code, first_seen_at, last_seen_at, message_count, last_topic, suggested_protocol,
-                   suggested_topic, array_to_string(suggested_channels, ',')
-            FROM pending_devices ORDER BY last_seen_at DESC, code
-            """)
-        return try (0..<result.rowCount).map { row in
-            PendingDevice(
-                code: result[row, 0] ?? "", firstSeenAt: try result.date(row: row, column: 1),
-                lastSeenAt: try result.date(row: row, column: 2),
-                messageCount: try result.int64(row: row, column: 3) ?? 0,
-                lastTopic: result[row, 4] ?? "", suggestedProtocol: result[row, 5], suggestedTopic: result[row, 6],
-                suggestedChannels: (result[row, 7] ?? "").split(separator: ",").compactMap { Int($0) })
-        }
-    }
-
-    /// Records what discovery announced as a pending outlet, unless it is registered already (by code, or by
-    /// protocol and topic) or `pending_devices` is full. Returns whether a row was written.
-    @discardableResult
-    public func suggest(_ suggestion: DeviceSuggestion, topic: String, seenAt: Date, pendingDevicesMax: Int) throws
-        -> Bool
-    {
-        let result = try connection.execute(
-            """
-            INSERT INTO pending_devices AS p (code, first_seen_at, last_seen_at, message_count, last_topic,
-                suggested_protocol, suggested_topic, suggested_full_topic, suggested_channels, suggested_on_word,
-                suggested_off_word)
-            SELECT $1, $2, $2, 1, $3, $4, $5, $6, $7::integer[], $8, $9
-            WHERE NOT EXISTS (SELECT 1 FROM devices WHERE code = $1 OR (protocol = $4 AND protocol_topic = $5))
-              AND ((SELECT count(*) FROM pending_devices) < $10 OR EXISTS (SELECT 1 FROM pending_devices WHERE code = $1))
-            ON CONFLICT (code) DO UPDATE SET
-                last_seen_at = GREATEST(p.last_seen_at, excluded.last_seen_at), message_count = p.message_count + 1,
-                last_topic = excluded.last_topic, suggested_protocol = excluded.suggested_protocol,
-                suggested_topic = excluded.suggested_topic, suggested_full_topic = excluded.suggested_full_topic,
-                suggested_channels = excluded.suggested_channels, suggested_on_word = excluded.suggested_on_word,
-                suggested_off_word = excluded.suggested_off_word
-            """,
-            [
-                suggestion.code, seenAt, topic, suggestion.outletProtocol.rawValue, suggestion.deviceTopic,
-                suggestion.fullTopic, suggestion.channels.map(Int64.init), suggestion.onWord, suggestion.offWord,
-                Int64(pendingDevicesMax),
-            ])
-        return (result.affectedRows ?? 0) > 0
-    }
-
-    /// Registers a pending code in one step. A discovered device is registered with the suggested protocol, topic
-    /// and FullTopic, one outlet per suggested channel: the first keeps `code`, the others are `<code>-<channel>`.
-    /// Returns the outlets registered, `code` first.
-    @discardableResult
-    public func approve(_ code: String, name: String? = nil, owner: String? = nil) throws -> [DeviceRecord] {
-        let pending = try connection.execute(
-            """
-            SELECT suggested_protocol, suggested_topic, suggested_full_topic,
-                   array_to_string(suggested_channels, ','), suggested_on_word, suggested_off_word
-            FROM pending_devices WHERE code = $1
-            """, [code])
-        guard pending.rowCount == 1 else {
-            throw DeviceStoreError(message: "\(code) is not pending (see `outletd device pending`)")
-        }
-        guard let protocolName = pending[0, 0], let outletProtocol = OutletProtocol(rawValue: protocolName),
-            outletProtocol != .native
-        else {
-            return [try add(NewDevice(code: code, name: name ?? "", owner: owner))]
-        }
-        let channels = (pending[0, 3] ?? "").split(separator: ",").compactMap { Int($0) }
-        return try mappingDuplicates(code) {
-            try connection.transaction {
-                var records: [DeviceRecord] = []
-                for (index, channel) in (channels.isEmpty ? [nil] : channels.map(Optional.some)).enumerated() {
-                    let outletCode = index == 0 ? code : String("\(code)-\(channel ?? index)".prefix(64))
-                    let record = try insert(
-                        NewDevice(
-                            code: outletCode, name: name ?? "", owner: owner, outletProtocol: outletProtocol,
-                            protocolTopic: pending[0, 1], fullTopic: pending[0, 2], channel: channel,
-                            stateOnWord: pending[0, 4], stateOffWord: pending[0, 5]))
-                    records.append(record)
-                }
-                try connection.execute("DELETE FROM pending_devices WHERE code = $1", [code])
-                guard !records.isEmpty else { throw DeviceStoreError(message: "nothing to register") }
-                return records
-            }
-        }
-    }
-
     /// The claim key of outlet `code` (stored form); with `rotate`, a new one replaces it first, and the old key
     /// claims nothing from then on.
     public func claimKey(_ code: String, rotate: Bool = false) throws -> String {
@@ -348,7 +282,8 @@ public struct DeviceStore {
     }
 
     private static let registryColumns =
-        "id, enabled, protocol, protocol_topic, full_topic, channel, state_on_word, state_off_word"
+        "id, enabled, protocol, protocol_topic, full_topic, channel, state_on_word, state_off_word, endpoint, "
+        + "sensor_map, discovered_sensor_map"
 
     private static func registryEntry(_ result: PostgresResult, row: Int, from column: Int) throws
         -> RegisteredDevice?
@@ -361,19 +296,27 @@ public struct DeviceStore {
         {
             address = ProtocolAddress(
                 outletProtocol: outletProtocol, deviceTopic: topic,
-                channel: Int(try result.int64(row: row, column: column + 5) ?? 0))
+                channel: Int(try result.int64(row: row, column: column + 5) ?? 0),
+                endpoint: result[row, column + 8] ?? "")
         }
+        // Discovery's roles over the flags', role by role (a stored text that does not parse counts as none).
+        func map(_ text: String?) -> ESPHomeProtocol.SensorMap {
+            text.flatMap { try? ESPHomeProtocol.SensorMap.parse($0).get() } ?? ESPHomeProtocol.SensorMap()
+        }
+        let sensorMap = map(result[row, column + 9]).overlaid(by: map(result[row, column + 10]))
         return RegisteredDevice(
             id: Int32(truncatingIfNeeded: id), enabled: try result.bool(row: row, column: column + 1) ?? false,
             protocolName: protocolName, address: address,
             fullTopic: result[row, column + 4] ?? TasmotaProtocol.defaultFullTopic,
             stateWords: TasmotaProtocol.StateWords(
-                on: result[row, column + 6] ?? "ON", off: result[row, column + 7] ?? "OFF"))
+                on: result[row, column + 6] ?? "ON", off: result[row, column + 7] ?? "OFF"),
+            sensorMap: sensorMap)
     }
 
     private static let columns =
         "id, code, name, description, (SELECT u.name FROM app_users u WHERE u.id = devices.owner_id), protocol, "
-        + "enabled, created_at, protocol_topic, channel, full_topic, state_on_word, state_off_word, owner, claim_key"
+        + "enabled, created_at, protocol_topic, channel, full_topic, state_on_word, state_off_word, owner, claim_key, "
+        + "endpoint, sensor_map, discovered_sensor_map"
 
     private static func record(_ result: PostgresResult, row: Int) throws -> DeviceRecord {
         guard let id = try result.int64(row: row, column: 0), let code = result[row, 1] else {
@@ -385,10 +328,11 @@ public struct DeviceStore {
             enabled: try result.bool(row: row, column: 6) ?? false, createdAt: try result.date(row: row, column: 7),
             protocolTopic: result[row, 8], channel: Int(try result.int64(row: row, column: 9) ?? 0),
             fullTopic: result[row, 10], stateOnWord: result[row, 11], stateOffWord: result[row, 12],
-            ownerNote: result[row, 13], claimKey: result[row, 14] ?? "")
+            ownerNote: result[row, 13], claimKey: result[row, 14] ?? "", endpoint: result[row, 15] ?? "",
+            sensorMap: result[row, 16], discoveredSensorMap: result[row, 17])
     }
 
-    private static func notRegistered(_ code: String) -> DeviceStoreError {
+    static func notRegistered(_ code: String) -> DeviceStoreError {
         DeviceStoreError(message: "no device \(code) is registered")
     }
 }
