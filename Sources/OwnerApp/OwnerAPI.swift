@@ -75,6 +75,12 @@ public struct OwnerAPI: Sendable {
         owner.get("outlets/:code/hourly", use: hourly)
         owner.put("outlets/:code/state", use: switchOutlet)
         owner.get("commands/:id", use: showCommand)
+        owner.get("outlets/:code/automations", use: listAutomations)
+        owner.post("outlets/:code/automations", use: addAutomation)
+        owner.get("automations/:id", use: showAutomation)
+        owner.patch("automations/:id", use: updateAutomation)
+        owner.delete("automations/:id", use: removeAutomation)
+        owner.get("automations/:id/history", use: automationHistory)
     }
 
     // MARK: Outlets
@@ -159,7 +165,7 @@ public struct OwnerAPI: Sendable {
             throw HTTPError(.badRequest, message: "to: must be after from, by at most 366 days")
         }
         let found = try await database.run {
-            store -> (OwnedOutlet, OwnedOutletFigures, OwnedOutletCost, Date, Date)? in
+            store -> (OwnedOutlet, OwnedOutletFigures, OwnedOutletCost, Date, Date, OutletAutomationGlance?)? in
             guard let outlet = try store.outlet(userID: userID, code: code) else { return nil }
             var period = (from, to)
             if from == nil, let today = try store.localDay(userID: userID, code: code, date: nil) {
@@ -169,13 +175,15 @@ public struct OwnerAPI: Sendable {
                 let figures = try store.figures(userID: userID, code: code, from: start, to: end),
                 let cost = try store.cost(userID: userID, code: code, from: start, to: end)
             else { return nil }
-            return (outlet, figures, cost, start, end)
+            // What the owner's automations do next and did last: one statement.
+            let glance = try AutomationStore(connection: store.connection).glance(code: code, owner: userID)
+            return (outlet, figures, cost, start, end, glance)
         }
-        guard let (outlet, figures, cost, start, end) = found else { throw Self.noOutlet(code) }
+        guard let (outlet, figures, cost, start, end, glance) = found else { throw Self.noOutlet(code) }
         return JSONOutput.object(
             Self.members(outlet) + [
                 ("from", .string(JSONOutput.timestamp(start))), ("to", .string(JSONOutput.timestamp(end))),
-            ] + Self.members(figures) + Self.members(cost)
+            ] + Self.members(figures) + Self.members(cost) + Self.members(glance)
         ).response()
     }
 

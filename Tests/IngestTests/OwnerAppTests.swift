@@ -276,10 +276,18 @@ import Yams
             guard case .number(let commandID)? = switched.json?["command_id"] else {
                 throw HarnessError("no command id: \(switched.body)")
             }
+            let automation = try await app.send(
+                "POST", "/api/v1/outlets/kit-1/automations", token: ana,
+                body: #"{"kind":"schedule","state":"off","at":"23:00"}"#)
+            guard case .number(let automationID)? = automation.json?["id"] else {
+                throw HarnessError("no automation id: \(automation.body)")
+            }
             let before = try app.sql(
                 "SELECT string_agg(code || name || description || coalesce(owner_id::text, '-') || coalesce(desired_state, '-'), ',' ORDER BY code) FROM devices"
             )
             let commandsBefore = try app.sql("SELECT count(*) FROM commands")
+            let automationsBefore = try app.sql(
+                "SELECT string_agg(id || ' ' || enabled || coalesce(removed_at::text, '-'), ',') FROM automations")
 
             // Bob's view of ana's things, route by route.
             let asBob: [String: (String, String?)] = [
@@ -293,6 +301,16 @@ import Yams
                 "GET /api/v1/outlets/{code}/hourly": ("/api/v1/outlets/kit-1/hourly?date=2026-11-20", nil),
                 "PUT /api/v1/outlets/{code}/state": ("/api/v1/outlets/kit-1/state", #"{"state":"off"}"#),
                 "GET /api/v1/commands/{id}": ("/api/v1/commands/\(Int64(commandID))", nil),
+                "GET /api/v1/outlets/{code}/automations": ("/api/v1/outlets/kit-1/automations", nil),
+                "POST /api/v1/outlets/{code}/automations": (
+                    "/api/v1/outlets/kit-1/automations", #"{"kind":"timer","state":"on","in_seconds":60}"#
+                ),
+                "GET /api/v1/automations/{id}": ("/api/v1/automations/\(Int64(automationID))", nil),
+                "PATCH /api/v1/automations/{id}": (
+                    "/api/v1/automations/\(Int64(automationID))", #"{"enabled":false}"#
+                ),
+                "DELETE /api/v1/automations/{id}": ("/api/v1/automations/\(Int64(automationID))", nil),
+                "GET /api/v1/automations/{id}/history": ("/api/v1/automations/\(Int64(automationID))/history", nil),
             ]
             let registered = Self.registeredAPIRoutes()
             #expect(
@@ -325,11 +343,17 @@ import Yams
             #expect(try app.sql("SELECT count(*) FROM commands") == commandsBefore)
             #expect(
                 try app.sql(
+                    "SELECT string_agg(id || ' ' || enabled || coalesce(removed_at::text, '-'), ',') FROM automations")
+                    == automationsBefore)
+            #expect(
+                try app.sql(
                     "SELECT string_agg(code || name || description || coalesce(owner_id::text, '-') || coalesce(desired_state, '-'), ',' ORDER BY code) FROM devices"
                 ) == before)
             // Ana still reaches all of it.
             #expect(try await app.send("GET", "/api/v1/outlets/kit-1", token: ana).status == 200)
             #expect(try await app.send("GET", "/api/v1/commands/\(Int64(commandID))", token: ana).status == 200)
+            #expect(
+                try await app.send("GET", "/api/v1/automations/\(Int64(automationID))", token: ana).status == 200)
         }
     }
 
@@ -587,7 +611,7 @@ import Yams
             }
         }
         let registered = Self.registeredAPIRoutes()
-        #expect(registered.count == 10)
+        #expect(registered.count == 16)
         #expect(
             documented == registered,
             "only documented: \(documented.subtracting(registered)); only served: \(registered.subtracting(documented))"

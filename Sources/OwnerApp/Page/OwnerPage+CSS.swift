@@ -27,5 +27,6 @@ extension OwnerPage {
         #chart-box rect.has-data { fill: #2a6fb0; } #chart-box rect.no-data { fill: #dde3ea; }
         #chart-box text { font-size: 10px; fill: #59606a; }
         #chart-box line.grid { stroke: #e3e7ec; stroke-width: 1; }
+        \#(automationsCSS)
         """#
 }

@@ -1,5 +1,6 @@
 extension OwnerPage {
-    /// The page's one HTML document: five screens, one shown at a time by app.js.
+    /// The page's one HTML document: six screens, one shown at a time by app.js; the detail's automations section
+    /// is in OwnerPage+Automations.swift.
     static let indexHTML = #"""
         <!doctype html>
         <html lang="en">
@@ -71,6 +72,7 @@ extension OwnerPage {
             <button type="button" id="switch-off" data-t="turnOff">Turn off</button>
           </div>
           <p id="switch-status" role="status" aria-live="polite"></p>
+          \#(automationsHTML)
           <div class="buttons">
             <button type="button" id="open-chart" data-t="chart">Chart</button>
             <button type="button" id="detail-edit" data-t="edit">Edit</button>

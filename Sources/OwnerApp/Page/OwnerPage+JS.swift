@@ -1,5 +1,6 @@
 extension OwnerPage {
-    /// The page's script: screens, polling of live values and commands, the SVG chart, English and pt-BR.
+    /// The page's script: screens, polling of live values and commands, the SVG chart, English and pt-BR; the
+    /// detail's automations are OwnerPage+Automations.swift's `automationsJS`, inside the same closure.
     static let appJS = #"""
         "use strict";
         (function () {
@@ -102,7 +103,7 @@ extension OwnerPage {
             state.screen = screen;
             if (state.timer) { clearInterval(state.timer); state.timer = null; }
             if (screen === "outlets") { loadOutlets(); state.timer = setInterval(loadOutlets, 3000); }
-            if (screen === "detail") { loadDetail(); state.timer = setInterval(loadDetail, 3000); }
+            if (screen === "detail") { openAutomations(); loadDetail(); state.timer = setInterval(loadDetail, 3000); }
             if (screen === "chart") loadChart();
           }
 
@@ -167,6 +168,7 @@ extension OwnerPage {
               var stateNode = $("detail-state");
               stateNode.textContent = stateText(outlet.state);
               stateNode.className = outlet.state || "";
+              showAutomationGlance(outlet);
             }).catch(function (error) {
               if (error.status === 404) show("outlets");
             });
@@ -306,8 +308,11 @@ extension OwnerPage {
             $("chart-summary").textContent = withData + t.hoursWithData;
           }
 
+          \#(automationsJS)
+
           function start() {
             translate();
+            startAutomations();
             $("login-form").addEventListener("submit", function (event) {
               event.preventDefault();
               $("login-error").textContent = "";

@@ -1,0 +1,347 @@
+import Foundation
+import Hummingbird
+import Storage
+import Telemetry
+
+/// An owner's automations (schedule, timer, over-power, idle) on their outlets, through ``AutomationStore`` with
+/// the caller as ``AutomationActor/owner(id:name:)``: another owner's outlet or automation is the same 404 as one
+/// that does not exist. Group limits are for operators (the CLI).
+extension OwnerAPI {
+    /// The kinds an owner may add, and the fields each takes besides `kind`.
+    static let automationFields: [AutomationKind: [String]] = [
+        .schedule: ["state", "at", "days"], .timer: ["state", "in_seconds", "at"],
+        .overPower: ["watts", "for_seconds"], .idle: ["watts", "for_seconds"],
+    ]
+    /// Short text fields of an automation (`kind`, `state`, `at`, a day).
+    static let automationTextRule = OwnerText.Rule(maxScalars: 64, maxBytes: 64, allowsEmpty: false)
+    /// At most this many firings in one history answer.
+    static let historyLimits = 1...200
+
+    static func noAutomation() -> HTTPError {
+        HTTPError(.notFound, message: "no such automation")
+    }
+
+    // MARK: Routes
+
+    @Sendable func listAutomations(_ request: Request, context: OwnerRequestContext) async throws -> Response {
+        let userID = try context.requireIdentity().session.userID
+        let code = try Self.code(context)
+        guard
+            let records = try await database.run({ store -> [AutomationRecord]? in
+                guard try store.outlet(userID: userID, code: code) != nil else { return nil }
+                return try AutomationStore(connection: store.connection).list(code: code, owner: userID)
+            })
+        else { throw Self.noOutlet(code) }
+        return JSONOutput.array(records.map { .object(Self.members($0)) }).response()
+    }
+
+    /// Adds an automation to the caller's outlet: 201 with it, 400 naming the field for a bad body (unknown
+    /// fields too), 403 for a group limit, 404 for an outlet that is not theirs.
+    @Sendable func addAutomation(_ request: Request, context: OwnerRequestContext) async throws -> Response {
+        let session = try context.requireIdentity().session
+        let code = try Self.code(context)
+        let body = try await Self.jsonObject(request, context: context)
+        let rule = try Self.automationRule(body, now: Date())
+        // A timer's `in_seconds` counts from the database's clock, as the runner's and the CLI's do.
+        let delay = try Self.wholeNumber(body, "in_seconds", AutomationRule.Limits.timerSeconds, "seconds")
+        let actor = AutomationActor.owner(id: session.userID, name: session.userName)
+        let record = try await Self.refusingAsHTTP(code: code) {
+            try await database.run { store -> AutomationRecord? in
+                let automations = AutomationStore(connection: store.connection)
+                var stored = rule
+                if case .timer(let state, _) = rule, let delay {
+                    stored = .timer(state: state, at: try automations.databaseNow().addingTimeInterval(Double(delay)))
+                }
+                let id = try automations.add(stored, code: code, by: actor)
+                return try automations.automation(id, owner: session.userID)
+            }
+        }
+        guard let record else { throw Self.noOutlet(code) }
+        return JSONOutput.object(Self.members(record)).response(.created)
+    }
+
+    @Sendable func showAutomation(_ request: Request, context: OwnerRequestContext) async throws -> Response {
+        let userID = try context.requireIdentity().session.userID
+        let id = try Self.automationID(context)
+        guard
+            let record = try await database.run({
+                try AutomationStore(connection: $0.connection).automation(id, owner: userID)
+            })
+        else { throw Self.noAutomation() }
+        return JSONOutput.object(Self.members(record)).response()
+    }
+
+    /// `{"enabled": false}` pauses an automation, `true` resumes it (a schedule counts from now).
+    @Sendable func updateAutomation(_ request: Request, context: OwnerRequestContext) async throws -> Response {
+        let userID = try context.requireIdentity().session.userID
+        let id = try Self.automationID(context)
+        let body = try await Self.jsonObject(request, context: context)
+        try Self.refuseUnknownFields(body, allowed: ["enabled"], of: "an automation's update")
+        guard let value = body["enabled"], !value.isNull else {
+            throw HTTPError(.badRequest, message: "enabled: required")
+        }
+        guard case .bool(let enabled) = value else {
+            throw HTTPError(.badRequest, message: "enabled: expected true or false, got \(value.typeName)")
+        }
+        guard
+            let record = try await database.run({ store -> AutomationRecord? in
+                let automations = AutomationStore(connection: store.connection)
+                guard try automations.setEnabled(id, enabled, owner: userID) else { return nil }
+                return try automations.automation(id, owner: userID)
+            })
+        else { throw Self.noAutomation() }
+        return JSONOutput.object(Self.members(record)).response()
+    }
+
+    @Sendable func removeAutomation(_ request: Request, context: OwnerRequestContext) async throws -> Response {
+        let userID = try context.requireIdentity().session.userID
+        let id = try Self.automationID(context)
+        guard try await database.run({ try AutomationStore(connection: $0.connection).remove(id, owner: userID) })
+        else { throw Self.noAutomation() }
+        return Response(status: .noContent)
+    }
+
+    /// What one of the caller's automations did, newest first (`?limit=`, 1–200, default 50).
+    @Sendable func automationHistory(_ request: Request, context: OwnerRequestContext) async throws -> Response {
+        let userID = try context.requireIdentity().session.userID
+        let id = try Self.automationID(context)
+        var limit = 50
+        if let text = request.uri.queryParameters["limit"] {
+            guard text.utf8.count <= 3, let value = Int(text), Self.historyLimits.contains(value) else {
+                throw HTTPError(
+                    .badRequest,
+                    message: "limit: expected a whole number from \(Self.historyLimits.lowerBound) to "
+                        + "\(Self.historyLimits.upperBound)")
+            }
+            limit = value
+        }
+        let count = limit
+        let found = try await database.run { store -> (AutomationRecord, [AutomationFiring])? in
+            let automations = AutomationStore(connection: store.connection)
+            guard let record = try automations.automation(id, owner: userID) else { return nil }
+            return (record, try automations.history(id, owner: userID, limit: count))
+        }
+        guard let (record, firings) = found else { throw Self.noAutomation() }
+        return JSONOutput.array(firings.map { .object(Self.members($0, zone: record.timeZone)) }).response()
+    }
+
+    // MARK: Reading
+
+    /// The `{id}` of the path; anything but a positive integer is a 404 like an unknown id.
+    static func automationID(_ context: OwnerRequestContext) throws -> Int64 {
+        let text = context.parameters.get("id") ?? ""
+        guard text.utf8.count <= 19, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let id = Int64(text),
+            id > 0
+        else { throw noAutomation() }
+        return id
+    }
+
+    /// Runs `body`, turning the store's refusals into answers: the outlet not found (or another's) is the same 404
+    /// as elsewhere, anything else it refuses (a rule out of bounds, too many automations) a 400 saying why.
+    static func refusingAsHTTP<T>(code: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as AutomationError {
+            if error.notFound { throw noOutlet(code) }
+            throw HTTPError(.badRequest, message: error.message)
+        }
+    }
+
+    static func refuseUnknownFields(_ body: [String: JSONValue], allowed: [String], of what: String) throws {
+        guard let unknown = body.keys.filter({ !allowed.contains($0) }).min() else { return }
+        let shown = OwnerText.inert(String(unknown.unicodeScalars.prefix(40)))
+        throw HTTPError(
+            .badRequest,
+            message: "\(shown): not a field of \(what) (expected \(allowed.joined(separator: ", ")))")
+    }
+
+    /// The rule a POST body describes, checked whole; 400 naming the field, 403 for a group limit.
+    static func automationRule(_ body: [String: JSONValue], now: Date) throws -> AutomationRule {
+        let kindText = try text(body, "kind", automationTextRule)
+        guard let kind = AutomationKind(rawValue: kindText) else {
+            throw HTTPError(.badRequest, message: "kind: expected schedule, timer, over-power or idle")
+        }
+        guard let fields = automationFields[kind] else {
+            throw HTTPError(
+                .forbidden, message: "kind: group-limit automations are for operators (outletd automation add)")
+        }
+        try refuseUnknownFields(body, allowed: ["kind"] + fields, of: "an automation of kind \(kind.rawValue)")
+        let rule: AutomationRule
+        switch kind {
+        case .schedule:
+            let at = try text(body, "at", automationTextRule)
+            guard let minute = Tariff.minutes(at, allowsEndOfDay: false) else {
+                throw HTTPError(.badRequest, message: "at: expected a time HH:MM from 00:00 to 23:59, got \"\(at)\"")
+            }
+            rule = .schedule(state: try switchState(body), minute: minute, days: try days(body))
+        case .timer:
+            let state = try switchState(body)
+            let seconds = try wholeNumber(body, "in_seconds", AutomationRule.Limits.timerSeconds, "seconds")
+            let at = try optionalText(body, "at", automationTextRule)
+            switch (seconds, at) {
+            case (let seconds?, nil):
+                rule = .timer(state: state, at: now.addingTimeInterval(Double(seconds)))
+            case (nil, let at?):
+                guard let instant = RFC3339.date(from: at), let year = Int(at.prefix(4)), years.contains(year) else {
+                    throw HTTPError(
+                        .badRequest,
+                        message: "at: expected an RFC 3339 time with its offset, like 2026-12-01T07:00:00-03:00")
+                }
+                rule = .timer(state: state, at: instant)
+            default:
+                throw HTTPError(.badRequest, message: "in_seconds, at: give one of them")
+            }
+        case .overPower, .idle:
+            guard let watts = try number(body, "watts") else {
+                throw HTTPError(.badRequest, message: "watts: required")
+            }
+            guard let hold = try wholeNumber(body, "for_seconds", AutomationRule.Limits.holdSeconds, "seconds") else {
+                throw HTTPError(.badRequest, message: "for_seconds: required")
+            }
+            rule = kind == .idle ? .idle(watts: watts, holdSeconds: hold) : .overPower(watts: watts, holdSeconds: hold)
+        case .groupLimit:
+            throw HTTPError(.forbidden, message: "kind: group-limit automations are for operators")
+        }
+        if let problem = rule.problem(now: now) { throw HTTPError(.badRequest, message: problem) }
+        return rule
+    }
+
+    static func switchState(_ body: [String: JSONValue]) throws -> SwitchState {
+        guard let state = SwitchState(rawValue: try text(body, "state", automationTextRule)) else {
+            throw HTTPError(.badRequest, message: "state: must be on or off")
+        }
+        return state
+    }
+
+    /// `days`: names (`mon` … `sun`), ranges (`mon-fri`) or `daily`, as a list or one string; every day when absent.
+    static func days(_ body: [String: JSONValue]) throws -> [Weekday] {
+        guard let value = body["days"], !value.isNull else { return Weekday.allCases }
+        let items: [JSONValue]
+        switch value {
+        case .string: items = [value]
+        case .array(let list): items = list
+        default: throw HTTPError(.badRequest, message: "days: expected a list of days, got \(value.typeName)")
+        }
+        guard items.count <= 7 else { throw HTTPError(.badRequest, message: "days: at most 7 items") }
+        var days = Set<Weekday>()
+        for item in items {
+            guard case .string(let text) = item else {
+                throw HTTPError(.badRequest, message: "days: expected day names, got \(item.typeName)")
+            }
+            if let problem = OwnerText.problem(text, automationTextRule) {
+                throw HTTPError(.badRequest, message: "days: \(problem)")
+            }
+            guard let parsed = Weekday.parseList(text) else {
+                throw HTTPError(
+                    .badRequest,
+                    message: "days: \"\(text)\" is not a day; expected mon … sun, a range like mon-fri, or daily")
+            }
+            days.formUnion(parsed)
+        }
+        guard !days.isEmpty else { throw HTTPError(.badRequest, message: "days: name at least one day") }
+        return days.sorted()
+    }
+
+    /// A number member (never a string holding one), or nil when absent or null.
+    static func number(_ body: [String: JSONValue], _ field: String) throws -> Double? {
+        guard let value = body[field], !value.isNull else { return nil }
+        guard case .number(let number) = value else {
+            throw HTTPError(.badRequest, message: "\(field): expected a number, got \(value.typeName)")
+        }
+        guard number.isFinite else { throw HTTPError(.badRequest, message: "\(field): out of range") }
+        return number
+    }
+
+    /// A whole number member within `range`, or nil when absent or null.
+    static func wholeNumber(_ body: [String: JSONValue], _ field: String, _ range: ClosedRange<Int>, _ unit: String)
+        throws -> Int?
+    {
+        guard let value = try number(body, field) else { return nil }
+        guard value == value.rounded(), value >= Double(range.lowerBound), value <= Double(range.upperBound) else {
+            throw HTTPError(
+                .badRequest,
+                message: "\(field): expected a whole number of \(unit) from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return Int(value)
+    }
+
+    // MARK: Shapes
+
+    /// `date` in RFC 3339 with the offset of `zone` at that instant (`2026-11-27T23:00:00-03:00`), as the outlet's
+    /// clock reads it.
+    static func localTimestamp(_ date: Date, zone: String?) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        formatter.timeZone = zone.flatMap(TimeZone.init(identifier:)) ?? .gmt
+        return formatter.string(from: date)
+    }
+
+    /// What the rule does, in words; a timer's instant in the outlet's offset.
+    static func summary(_ rule: AutomationRule, zone: String?) -> String {
+        if case .timer(let state, let at) = rule { return "\(state.rawValue) at \(localTimestamp(at, zone: zone))" }
+        return rule.summary
+    }
+
+    static func members(_ record: AutomationRecord) -> [(String, JSONOutput)] {
+        var state: SwitchState?
+        var at = JSONOutput.null
+        var days = JSONOutput.null
+        var watts: Double?
+        var hold: Int?
+        switch record.rule {
+        case .schedule(let scheduled, let minute, let weekdays):
+            (state, at, days) = (
+                scheduled, .string(Tariff.clock(minute)), .array(weekdays.map { .string($0.rawValue) })
+            )
+        case .timer(let timed, let instant):
+            (state, at) = (timed, .string(localTimestamp(instant, zone: record.timeZone)))
+        case .overPower(let limit, let seconds), .idle(let limit, let seconds):
+            (watts, hold) = (limit, seconds)
+        case .groupLimit(let group):
+            (watts, hold) = (group.watts, group.holdSeconds)
+        }
+        return [
+            ("id", .integer(record.id)), ("kind", .string(record.rule.kind.rawValue)), ("code", .optional(record.code)),
+            ("enabled", .bool(record.enabled)), ("state", .optional(state?.rawValue)), ("at", at), ("days", days),
+            ("watts", .optional(watts)), ("for_seconds", hold.map { .integer(Int64($0)) } ?? .null),
+            ("summary", .string(summary(record.rule, zone: record.timeZone))),
+            (
+                "next_at",
+                record.nextDueAt.map { record.enabled ? .string(localTimestamp($0, zone: record.timeZone)) : .null }
+                    ?? .null
+            ),
+            ("time_zone", .optional(record.timeZone)), ("created_at", .optional(record.createdAt)),
+            ("last", record.lastFiring.map { .object(members($0, zone: record.timeZone)) } ?? .null),
+        ]
+    }
+
+    /// A firing: `at` is when it was due (a schedule's or timer's time, or the reading that met a power rule).
+    static func members(_ firing: AutomationFiring, zone: String?) -> [(String, JSONOutput)] {
+        [
+            ("id", .integer(firing.id)), ("automation_id", .integer(firing.automationID)),
+            ("kind", .string(firing.kind.rawValue)), ("result", .string(firing.result.rawValue)),
+            ("at", .string(localTimestamp(firing.dueAt, zone: zone))),
+            ("recorded_at", .string(localTimestamp(firing.recordedAt, zone: zone))),
+            ("state", .optional(firing.state?.rawValue)), ("reason", .string(firing.reason)),
+            ("command_id", firing.commandID.map { .integer($0) } ?? .null),
+            ("command_status", .optional(firing.commandStatus)),
+        ]
+    }
+
+    /// The outlet detail's `next_automation` and `last_automation`.
+    static func members(_ glance: OutletAutomationGlance?) -> [(String, JSONOutput)] {
+        let next = glance?.next.flatMap { record -> JSONOutput? in
+            guard let due = record.nextDueAt else { return nil }
+            var state: String?
+            if case .schedule(let value, _, _) = record.rule { state = value.rawValue }
+            if case .timer(let value, _) = record.rule { state = value.rawValue }
+            return .object([
+                ("automation_id", .integer(record.id)), ("kind", .string(record.rule.kind.rawValue)),
+                ("state", .optional(state)), ("summary", .string(summary(record.rule, zone: record.timeZone))),
+                ("at", .string(localTimestamp(due, zone: record.timeZone))),
+            ])
+        }
+        let last = glance?.last.map { JSONOutput.object(members($0, zone: glance?.timeZone)) }
+        return [("next_automation", next ?? .null), ("last_automation", last ?? .null)]
+    }
+}
