@@ -33,22 +33,51 @@ struct DeviceCommand: ParsableCommand {
         var mqttPassword: String?
         @Option(name: .customLong("protocol"), help: "How the outlet speaks MQTT.")
         var outletProtocol: OutletProtocol = .native
-        @Option(help: "The outlet's own topic: Tasmota %topic%, Shelly Gen1 id, Shelly Gen2 prefix.")
+        @Option(
+            help:
+                "The outlet's own topic: Tasmota %topic%, Shelly Gen1 id, Shelly Gen2 prefix, Zigbee2MQTT friendly name, ESPHome topic prefix."
+        )
         var topic: String?
         @Option(help: "Tasmota FullTopic (default %prefix%/%topic%/); also list it in protocols.tasmota_full_topics.")
         var fullTopic: String?
-        @Option(help: "Relay number: Tasmota 1-based (default 1), Shelly 0-based (default 0).")
-        var channel: Int?
+        @Option(
+            help:
+                "Relay: Tasmota 1-based (default 1), Shelly 0-based (default 0); Zigbee2MQTT: the endpoint name of a multi-socket device (l2)."
+        )
+        var channel: String?
+        @Option(
+            name: .customLong("sensor"),
+            help:
+                "ESPHome: which sensor is what, role=object_id[:unit] (power, voltage, current, power_factor, energy; energy=total:kWh); repeatable."
+        )
+        var sensors: [String] = []
+        @Option(
+            name: .customLong("switch"),
+            help: "ESPHome: the switch's object id (default: discovery, or the node's only switch).")
+        var switchID: String?
         @Option(help: "Tasmota's word for on (StateText), when not ON.") var onWord: String?
         @Option(help: "Tasmota's word for off (StateText), when not OFF.") var offWord: String?
 
+        func validate() throws {
+            if let channel, outletProtocol != .zigbee2mqtt, Int(channel) == nil {
+                throw ValidationError(
+                    "--channel is a number for \(outletProtocol.rawValue) (an endpoint name for zigbee2mqtt)")
+            }
+            if (!sensors.isEmpty || switchID != nil) && outletProtocol != .esphome {
+                throw ValidationError("--sensor and --switch are for --protocol esphome")
+            }
+        }
+
         func run() throws {
+            let endpoint = outletProtocol == .zigbee2mqtt ? (channel ?? "") : (switchID ?? "")
+            let number = outletProtocol == .zigbee2mqtt ? nil : channel.flatMap { Int($0) }
             let record = try options.withDatabase { connection in
                 try DeviceStore(connection: connection).add(
                     .init(
                         code: code, name: name, description: description, owner: owner, enabled: !disabled,
-                        outletProtocol: outletProtocol, protocolTopic: topic, fullTopic: fullTopic, channel: channel,
-                        stateOnWord: onWord, stateOffWord: offWord))
+                        outletProtocol: outletProtocol, protocolTopic: topic, fullTopic: fullTopic, channel: number,
+                        stateOnWord: onWord, stateOffWord: offWord, endpoint: endpoint,
+                        sensorMap: sensors.isEmpty ? nil : sensors.joined(separator: ",")))
             }
             print("registered \(record.code)\(record.enabled ? "" : " (disabled)")")
             print("claim key: \(ClaimKey.display(record.claimKey))")
@@ -107,7 +136,12 @@ struct DeviceCommand: ParsableCommand {
                 if let protocolTopic = device.protocolTopic {
                     print("topic:        \(OwnerText.inert(protocolTopic))")
                     print("channel:      \(device.channel)")
+                    if !device.endpoint.isEmpty { print("endpoint:     \(OwnerText.inert(device.endpoint))") }
                     if let fullTopic = device.fullTopic { print("full topic:   \(OwnerText.inert(fullTopic))") }
+                    if let map = device.sensorMap { print("sensors:      \(OwnerText.inert(map)) (--sensor)") }
+                    if let map = device.discoveredSensorMap {
+                        print("discovered:   \(OwnerText.inert(map)) (the node's discovery; wins role by role)")
+                    }
                 }
                 print("enabled:      \(device.enabled)")
                 print("registered:   \(device.createdAt.map(Format.timestamp) ?? "")")
@@ -191,6 +225,7 @@ struct DeviceCommand: ParsableCommand {
                                 "suggested_protocol": JSONOutput.value(device.suggestedProtocol),
                                 "suggested_topic": JSONOutput.value(device.suggestedTopic),
                                 "suggested_channels": device.suggestedChannels,
+                                "suggested_endpoints": device.suggestedEndpoints,
                             ]
                         }))
                 return
@@ -199,7 +234,10 @@ struct DeviceCommand: ParsableCommand {
                 var suggested = ""
                 if let suggestedProtocol = device.suggestedProtocol {
                     let channels = device.suggestedChannels.map(String.init).joined(separator: ",")
-                    suggested = "\(suggestedProtocol) \(device.suggestedTopic ?? "") ch \(channels)"
+                    let slots =
+                        device.suggestedEndpoints.isEmpty
+                        ? "ch \(channels)" : "endpoints \(device.suggestedEndpoints.joined(separator: ","))"
+                    suggested = "\(suggestedProtocol) \(device.suggestedTopic ?? "") \(slots)"
                 }
                 return [
                     device.code, String(device.messageCount), device.firstSeenAt.map(Format.timestamp) ?? "",
