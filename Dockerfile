@@ -16,6 +16,9 @@ ARG OUTLETD_COMMIT=dev
 COPY Package.swift VERSION ./
 COPY scripts/build-info scripts/build-info
 COPY Sources Sources
+# sql/ is embedded into the binary when it is built (Plugins/EmbedSQLPlugin).
+COPY Plugins Plugins
+COPY sql sql
 # The manifest names every target's directory, tests and benchmarks included.
 COPY Benchmarks Benchmarks
 COPY Tests Tests

@@ -54,10 +54,10 @@ scale-test: deps
 
 ## make lint: the one formatter (.swift-format: 4 spaces, 120 columns); make format fixes.
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests Benchmarks Package.swift
+	$(SWIFT) format lint --strict -r Sources Tests Benchmarks Plugins Package.swift
 
 format:
-	$(SWIFT) format -i -r Sources Tests Benchmarks Package.swift
+	$(SWIFT) format -i -r Sources Tests Benchmarks Plugins Package.swift
 
 deps:
 	scripts/install-deps
@@ -82,7 +82,7 @@ install: deps
 deb: deps
 	scripts/build-deb
 
-## make sql: embed sql/*.sql into the binary after editing a migration (a test fails until you do).
+## make sql: nothing any more: `swift build` embeds sql/ (Plugins/EmbedSQLPlugin).
 sql:
 	scripts/embed-sql
 

@@ -87,7 +87,9 @@ let package = Package(
                 "Config", "MessageSpool", "Observability", "Postgres", "Runtime", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
-            ]),
+            ],
+            // sql/ is embedded at build time (Plugins/EmbedSQLPlugin): nothing generated is committed.
+            plugins: [.plugin(name: "EmbedSQLPlugin")]),
         // Which protocol and outlet a Tasmota or Shelly topic belongs to.
         .target(name: "Routing", dependencies: ["Config", "MQTT", "Telemetry"]),
         // The writer: spool → classify → batches → PostgreSQL.
@@ -134,6 +136,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
+        // The build tool that embeds sql/ into Storage, and its plugin.
+        .executableTarget(name: "EmbedSQL"),
+        .plugin(name: "EmbedSQLPlugin", capability: .buildTool(), dependencies: ["EmbedSQL"]),
         .executableTarget(
             name: "outletd",
             dependencies: [

@@ -18,14 +18,14 @@ import Testing
         let folder = "\(TestStack.packageRoot)/sql"
         let files = try FileManager.default.contentsOfDirectory(atPath: folder)
             .filter { $0.hasSuffix(".sql") }.sorted()
-        #expect(files.count == Migration.all.count, "run `make sql` after adding a migration")
+        #expect(files.count == Migration.all.count, "the build embeds sql/ (Plugins/EmbedSQLPlugin): rebuild")
         for (file, migration) in zip(files, Migration.all) {
             let text = try String(contentsOfFile: "\(folder)/\(file)", encoding: .utf8)
             #expect(file.hasPrefix(String(format: "%04d_", migration.version)))
             #expect(
                 text.trimmingCharacters(in: .whitespacesAndNewlines)
                     == migration.sql.trimmingCharacters(in: .whitespacesAndNewlines),
-                "\(file) differs from the embedded copy: run `make sql`")
+                "\(file) differs from the embedded copy: rebuild")
         }
     }
 
@@ -33,13 +33,13 @@ import Testing
     @Test func embeddedWriteStatementsMatchTheFolder() throws {
         let folder = "\(TestStack.packageRoot)/sql/write"
         let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".sql") }
-        #expect(Set(files.map { String($0.dropLast(4)) }) == Set(WriteSQL.all.keys), "run `make sql`")
+        #expect(Set(files.map { String($0.dropLast(4)) }) == Set(WriteSQL.all.keys), "rebuild")
         for file in files {
             let text = try String(contentsOfFile: "\(folder)/\(file)", encoding: .utf8)
             #expect(
                 text.trimmingCharacters(in: .whitespacesAndNewlines)
                     == WriteSQL.all[String(file.dropLast(4))]?.trimmingCharacters(in: .whitespacesAndNewlines),
-                "\(file) differs from the embedded copy: run `make sql`")
+                "\(file) differs from the embedded copy: rebuild")
         }
     }
 

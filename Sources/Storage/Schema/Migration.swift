@@ -1,7 +1,7 @@
 import Postgres
 
-/// One numbered schema change from `sql/NNNN_name.sql`, embedded in the binary by
-/// `scripts/embed-sql` (see `EmbeddedMigrations.swift`).
+/// One numbered schema change from `sql/NNNN_name.sql`, embedded in the binary at build time by
+/// Plugins/EmbedSQLPlugin (``embedded``).
 public struct Migration: Sendable, Equatable {
     /// The number in the file name; migrations apply in ascending order.
     public let version: Int
