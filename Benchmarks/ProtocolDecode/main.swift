@@ -79,3 +79,35 @@ measure("shelly-gen2 events/rpc NotifyStatus") {
     return ShellyGen2Protocol.reading(last, deviceTime: updates[0].deviceTime, receivedAt: receivedAt, limits: limits)
         .readings.count
 }
+// Zigbee2MQTT: the Tuya TS011F_plug_1 state of Zigbee2MQTTProtocolTests, with the cached-values overlay.
+let zigbeeState = Array(
+    #"{"current":0.05,"energy":1.63,"linkquality":156,"power":10,"power_outage_memory":"restore","state":"ON","voltage":231}"#
+        .utf8)
+var zigbeeMeter = Zigbee2MQTTProtocol.Meter()
+measure("zigbee2mqtt state (TS011F_plug_1)") {
+    guard case .success(let members) = Zigbee2MQTTProtocol.members(zigbeeState, limits: limits) else { return 0 }
+    zigbeeMeter = Zigbee2MQTTProtocol.Meter().overlaid(
+        with: Zigbee2MQTTProtocol.meterUpdate(members, endpoint: "", deviceMeter: true))
+    _ = Zigbee2MQTTProtocol.stateReport(members, endpoint: "")
+    return Zigbee2MQTTProtocol.reading(zigbeeMeter, receivedAt: receivedAt, limits: limits).readings.count
+}
+// ESPHome: one sensor value (`96.1` on `<prefix>/sensor/power/state`…), its role, and its share of a cycle of five
+// (current, voltage, power, power factor, energy: the CSE7766 of the Athom plug and the Sonoff S31).
+let esphomeValues = ["0.42", "229.8", "96.1", "0.99", "1234"].map { Array($0.utf8) }
+let esphomeMap = ESPHomeProtocol.SensorMap()
+var cycles = ESPHomeCycles<Int>()
+var esphomeCount = 0
+let roles: [ESPHomeProtocol.SensorRole] = [.current, .voltage, .power, .powerFactor, .energy]
+let objectIDs = ["current", "voltage", "power", "power_factor", "energy"]
+measure("esphome sensor value + cycle (1 of 5)") {
+    esphomeCount &+= 1
+    let slot = esphomeCount % 5
+    guard case .success(let value?) = ESPHomeProtocol.value(esphomeValues[slot]),
+        let role = esphomeMap.role(of: objectIDs[slot])?.role, role == roles[slot]
+    else { return 0 }
+    let at = receivedAt.addingTimeInterval(Double(esphomeCount / 5))
+    return cycles.add(value, role: role, of: 1, at: at).reduce(0) { count, completed in
+        count
+            + ESPHomeProtocol.reading(completed.values, receivedAt: completed.receivedAt, limits: limits).readings.count
+    }
+}

@@ -39,6 +39,10 @@ struct SimulateCommand: ParsableCommand {
     @Option(help: "First publish this many hours of past readings per outlet (a day's chart has data at once).")
     var backfillHours: Double = 0
     @Option(help: "With --backfill-hours: seconds between two past readings.") var backfillInterval: Double = 60
+    @Option(
+        name: .customLong("protocol"),
+        help: "native, or zigbee2mqtt or esphome: publish that firmware's topics and payloads (docs/PROTOCOLS.md).")
+    var outletProtocol: OutletProtocol = .native
 
     /// Readings per backfill message (the native protocol takes up to `validation.max_readings_per_message`).
     static let backfillChunk = 200
@@ -51,6 +55,12 @@ struct SimulateCommand: ParsableCommand {
         guard window > 0 else { throw ValidationError("--window must be positive") }
         guard (0...24 * 366).contains(backfillHours) else { throw ValidationError("--backfill-hours must be 0…8784") }
         guard backfillInterval >= 1 else { throw ValidationError("--backfill-interval must be at least 1") }
+        guard [.native, .zigbee2mqtt, .esphome].contains(outletProtocol) else {
+            throw ValidationError("--protocol is native, zigbee2mqtt or esphome")
+        }
+        if outletProtocol != .native && (invalidPercent > 0 || backfillHours > 0) {
+            throw ValidationError("--invalid-percent and --backfill-hours are for the native protocol")
+        }
     }
 
     func run() throws {
@@ -65,9 +75,21 @@ struct SimulateCommand: ParsableCommand {
         if register {
             let connection = try options.connect(configuration)
             defer { connection.close() }
+            let outletProtocol = self.outletProtocol
             let added = try reportingErrors {
                 try Migrator().migrate(connection)
-                return try DeviceStore(connection: connection).addMany(codes: codes, namePrefix: "simulated ")
+                let store = DeviceStore(connection: connection)
+                guard outletProtocol != .native else {
+                    return try store.addMany(codes: codes, namePrefix: "simulated ")
+                }
+                var added = 0
+                for code in codes where try store.find(code) == nil {
+                    try store.add(
+                        .init(
+                            code: code, name: "simulated \(code)", outletProtocol: outletProtocol, protocolTopic: code))
+                    added += 1
+                }
+                return added
             }
             print("registered \(added) new outlet\(added == 1 ? "" : "s") (\(outlets - added) already were)")
         }
@@ -82,17 +104,32 @@ struct SimulateCommand: ParsableCommand {
         let switchedOn = Guarded(Dictionary(uniqueKeysWithValues: codes.map { ($0, true) }))
         let replies = CommandReplies(prefix: prefix, switchedOn: switchedOn)
         let obeyCommands = self.obeyCommands
+        let foreign =
+            outletProtocol == .native
+            ? nil
+            : ForeignSimulation(
+                outletProtocol: outletProtocol, baseTopic: configuration.protocols.zigbee2mqttBaseTopic,
+                switchedOn: switchedOn)
         let client = try MQTTClient(configuration: mqtt) { message in
-            if obeyCommands { replies.handle(message) }
+            guard obeyCommands else { return }
+            if let foreign { foreign.handle(message) } else { replies.handle(message) }
         }
         replies.client = client
-        if obeyCommands { client.setSubscriptions([(filter: "\(prefix)/+/command", qos: 1)]) }
+        foreign?.client = client
+        if obeyCommands {
+            client.setSubscriptions([(filter: foreign?.commandFilter ?? "\(prefix)/+/command", qos: 1)])
+        }
         try client.start()
         guard client.waitUntilConnectedBlocking(timeout: .seconds(15)) else {
             printError("cannot connect to the broker at \(mqtt.redactedURL)")
             throw ExitCode(69)
         }
-        if obeyCommands {
+        if obeyCommands, let foreign {
+            for code in codes {
+                let online = foreign.availability(code, online: true)
+                try client.publish(online.topic, payload: online.payload, qos: 1, retain: true)
+            }
+        } else if obeyCommands {
             for code in codes {
                 try client.publish(
                     "\(prefix)/\(code)/availability", payload: Array("online".utf8), qos: 1, retain: true)
@@ -115,7 +152,7 @@ struct SimulateCommand: ParsableCommand {
 
         var fleet = codes.enumerated().map { SimulatedOutlet(code: $1, index: $0) }
         // Every QoS 1 publish counts, availability and state too: the window compares it with the acknowledged.
-        var published: UInt64 = obeyCommands ? UInt64(codes.count * 2) : 0
+        var published: UInt64 = obeyCommands ? UInt64(codes.count * (foreign == nil ? 2 : 1)) : 0
         if backfillHours > 0 {
             // The past first, as an outlet that was offline sends it: JSON arrays of buffered readings (accepted
             // back to validation.max_backfill_seconds), oldest first, through the broker's in-flight window.
@@ -163,13 +200,15 @@ struct SimulateCommand: ParsableCommand {
                 if invalidPercent > 0 && Double(random.next() % 10_000) < invalidPercent * 100 {
                     payload = fleet[index].invalidPayload(at: now)
                     invalid += 1
-                } else {
+                } else if foreign == nil {
                     let isOn = switchedOn.withLock { $0[fleet[index].code] ?? true }
                     payload = NativeProtocol.encodeTelemetry(fleet[index].nextReading(at: now, switchedOn: isOn))
+                } else {
+                    payload = []  // the firmware's messages are made below
                 }
                 // The in-flight window: when full, wait until half of it was acknowledged (one wake-up
                 // per half window, not one per message).
-                let sent = published + replies.published
+                let sent = published + replies.published + (foreign?.published ?? 0)
                 if sent >= client.acknowledgedCount + UInt64(window) {
                     let target = sent - UInt64(window / 2)
                     while client.waitUntilAcknowledged(atLeast: target, timeout: .milliseconds(250)) < target {
@@ -177,8 +216,17 @@ struct SimulateCommand: ParsableCommand {
                     }
                 }
                 do {
-                    try client.publish("\(prefix)/\(fleet[index].code)/telemetry", payload: payload, qos: 1)
-                    published += 1
+                    if let foreign {
+                        let isOn = switchedOn.withLock { $0[fleet[index].code] ?? true }
+                        let reading = fleet[index].nextReading(at: now, switchedOn: isOn)
+                        for message in foreign.messages(reading, code: fleet[index].code, isOn: isOn) {
+                            try client.publish(message.topic, payload: message.payload, qos: 1)
+                            published += 1
+                        }
+                    } else {
+                        try client.publish("\(prefix)/\(fleet[index].code)/telemetry", payload: payload, qos: 1)
+                        published += 1
+                    }
                 } catch {
                     publishErrors += 1
                     if publishErrors == 1 || publishErrors % 1_000 == 0 {
@@ -200,15 +248,16 @@ struct SimulateCommand: ParsableCommand {
 
         if obeyCommands {
             for code in codes {
-                if (try? client.publish(
-                    "\(prefix)/\(code)/availability", payload: Array("offline".utf8), qos: 1, retain: true)) != nil
-                {
+                let offline =
+                    foreign?.availability(code, online: false)
+                    ?? (topic: "\(prefix)/\(code)/availability", payload: Array("offline".utf8))
+                if (try? client.publish(offline.topic, payload: offline.payload, qos: 1, retain: true)) != nil {
                     published += 1
                 }
             }
         }
         // Wait for the broker to acknowledge what was published.
-        let replied = replies.published
+        let replied = replies.published + (foreign?.published ?? 0)
         let acknowledgedInAll = client.waitUntilAcknowledged(atLeast: published + replied, timeout: .seconds(30))
         let acknowledged = acknowledgedInAll > replied ? acknowledgedInAll - replied : 0
         client.stop()
