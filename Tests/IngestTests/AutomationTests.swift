@@ -185,6 +185,26 @@ import Testing
         }
     }
 
+    @Test func releasingAnOutletRemovesTheRulesItsOwnerMadeOnIt() throws {
+        let url = try Harness.migratedDatabase()
+        try Harness.register(["tv-1"], databaseURL: url)
+        let ana =
+            Int64(
+                try Harness.scalar(
+                    url, "INSERT INTO app_users (name, password_hash) VALUES ('ana', '$2b$x') RETURNING id")
+            ) ?? 0
+        _ = try Harness.scalar(url, "UPDATE devices SET owner_id = \(ana), claimed_at = now() WHERE code = 'tv-1'")
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        let store = AutomationStore(connection: connection)
+        let owners = try store.add(.idle(watts: 5, holdSeconds: 1_800), code: "tv-1", by: .owner(id: ana, name: "ana"))
+        let operators = try Self.add(["over-power", "tv-1", "--watts", "2000", "--for", "10s"], url)
+        #expect(try store.list(code: "tv-1", owner: ana).map(\.id) == [owners])
+        #expect(try OwnerStore(connection: connection).release(userID: ana, code: "tv-1"))
+        #expect(try store.list(code: "tv-1").map(\.id) == [operators], "the owner's rule left with the owner")
+        #expect(try store.list(code: "tv-1", includingRemoved: true).map(\.id) == [owners, operators])
+    }
+
     @Test func theCLIMakesEachKindAndBadInputChangesNothing() throws {
         let url = try Harness.migratedDatabase()
         try Harness.register(["heater", "tv", "kettle", "oven", "fridge"], databaseURL: url)

@@ -81,7 +81,8 @@ public struct AutomationStore {
     /// Stores `rule` on outlet `code` (nil for a group limit) and returns its id. A schedule's first firing is the
     /// first after now (one made after today's time waits for its next day). Throws ``AutomationError`` for an
     /// invalid rule, an unknown outlet (or another owner's: `notFound`), an outlet already in a group limit, a group
-    /// name in use, or an owner's outlet with ``AutomationRule/Limits/perOutletForOwners`` automations already.
+    /// name in use, or an owner's outlet with ``AutomationRule/Limits/perOutletForOwners`` rules made in the app
+    /// already (spent timers and the operator's rules do not count).
     public func add(_ rule: AutomationRule, code: String?, by actor: AutomationActor) throws -> Int64 {
         try connection.transaction {
             let now = try databaseNow()
@@ -102,7 +103,11 @@ public struct AutomationStore {
                 zone = TimeZone(identifier: found[0, 1] ?? "UTC")
                 if actor.ownerID != nil {
                     let count = try connection.execute(
-                        "SELECT count(*) FROM automations WHERE device_id = $1 AND removed_at IS NULL", [id])
+                        """
+                        SELECT count(*) FROM automations
+                        WHERE device_id = $1 AND app_user_id IS NOT NULL AND removed_at IS NULL
+                          AND NOT (kind = 'timer' AND next_due_at IS NULL)
+                        """, [id])
                     let existing = try count.int(row: 0, column: 0) ?? 0
                     if existing >= AutomationRule.Limits.perOutletForOwners {
                         throw AutomationError(
