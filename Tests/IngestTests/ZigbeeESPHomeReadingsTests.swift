@@ -2,6 +2,7 @@ import Foundation
 import Telemetry
 import Testing
 
+@testable import Commands
 @testable import Config
 @testable import Ingest
 @testable import Routing
@@ -158,5 +159,25 @@ import Testing
         #expect(reading?.powerWatts == 96.1 && reading?.voltageVolts == 229.8 && reading?.currentAmperes == 0.42)
         #expect(reading?.powerFactor == 0.99 && reading?.energyWattHours == 1_234 && reading?.measuredAt == now)
         #expect(!classifier.isHolding)
+    }
+
+    /// Zigbee2MQTT and ESPHome announce themselves to Home Assistant: outletd announces nothing for them (no
+    /// duplicate entities) and empties whatever it had published for the code.
+    @Test func outletdsHomeAssistantDiscoveryStaysOffForDevicesThatAnnounceThemselves() throws {
+        var records: [String: DeviceRecord] = [:]
+        for (code, outletProtocol) in [("kettle", "zigbee2mqtt"), ("s31", "esphome"), ("pow1", "tasmota")] {
+            records[code] = DeviceRecord(
+                id: 1, code: code, name: code, description: "", owner: nil, protocolName: outletProtocol,
+                enabled: true, createdAt: nil, protocolTopic: code, channel: outletProtocol == "tasmota" ? 1 : 0)
+        }
+        let wanted = DiscoveryPublisher.wanted(records)
+        #expect(wanted["kettle"] == .some(nil) && wanted["s31"] == .some(nil))
+        #expect(wanted["pow1"]??.outletProtocol == .tasmota)
+        let discovery = HomeAssistantDiscovery(discoveryPrefix: "homeassistant", topicPrefix: "outlets", version: "t")
+        let code = try #require(DeviceCode("s31"))
+        let messages = try discovery.announce(
+            code: code, outlet: HomeAssistantDiscovery.Outlet(name: "s31", outletProtocol: .esphome, deviceTopic: "s31")
+        )
+        #expect(messages == discovery.clear(code: code) && messages.allSatisfy(\.payload.isEmpty))
     }
 }
