@@ -4,10 +4,12 @@ import Storage
 import Telemetry
 
 /// What the relay knows of ESPHome nodes, from their retained messages: the entities each announced (by topic
-/// prefix, then `<component>/<object id>`) and the switches each reported.
+/// prefix, then `<component>/<object id>`), the switches each reported, and the registered nodes whose
+/// announcement is still coming in (prefix → when its last config came).
 struct ESPHomeNodes: Sendable {
     var entities: [String: [String: ESPHomeDiscovery.Entity]] = [:]
     var switchesSeen: [String: Set<String>] = [:]
+    var unsettled: [String: Date] = [:]
 }
 
 extension CommandRelay.Loop {
@@ -197,9 +199,28 @@ extension CommandRelay {
             try suggest(ESPHomeDiscovery.suggestion(entities))
             return
         }
-        let map = ESPHomeDiscovery.map(entities).text
-        if try DeviceStore(connection: store.connection).setDiscoveredSensorMap(prefix: entity.prefix, map) > 0 {
-            logger.info("esphome sensors discovered", metadata: ["prefix": "\(entity.prefix)", "sensors": "\(map)"])
+        // A node's configs come one per entity (at every reconnect, retained): its map is written once they have
+        // settled (``writeSettledESPHomeMaps(_:now:)``), never from half of them.
+        shared.esphome.withLock { $0.unsettled[entity.prefix] = message.receivedAt }
+    }
+
+    /// How long a registered node's discovery must be quiet before its map is written, seconds.
+    static let discoverySettleSeconds = 1.0
+
+    /// Writes the sensor maps of registered nodes whose configs stopped coming ``discoverySettleSeconds`` ago into
+    /// `devices.discovered_sensor_map` (when they differ; every instance's registry reloads them).
+    func writeSettledESPHomeMaps(_ store: CommandStore, now: Date) throws {
+        let settled = shared.esphome.withLock { nodes -> [(prefix: String, map: String)] in
+            let ready = nodes.unsettled.filter { now.timeIntervalSince($0.value) >= Self.discoverySettleSeconds }
+            for prefix in ready.keys { nodes.unsettled[prefix] = nil }
+            return ready.keys.sorted().map { prefix in
+                let entities = (nodes.entities[prefix] ?? [:]).sorted { $0.key < $1.key }.map(\.value)
+                return (prefix, ESPHomeDiscovery.map(entities).text)
+            }
+        }
+        for (prefix, map) in settled
+        where try DeviceStore(connection: store.connection).setDiscoveredSensorMap(prefix: prefix, map) > 0 {
+            logger.info("esphome sensors discovered", metadata: ["prefix": "\(prefix)", "sensors": "\(map)"])
         }
     }
 }

@@ -190,6 +190,7 @@ public struct CommandRelay: DatabaseJob {
                     }
                     if Date() >= nextSweep {
                         _ = try store.sweep()
+                        try relay.writeSettledESPHomeMaps(store, now: Date())
                         // Also picks up results another instance could not publish while this one held the lock.
                         needsResults = true
                         needsSend = true

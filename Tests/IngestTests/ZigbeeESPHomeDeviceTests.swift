@@ -203,6 +203,22 @@ struct ZigbeeESPHomeDeviceTests {
             try await Harness.waitUntil(timeout: 10, "commands confirmed") {
                 try Harness.scalar(url, "SELECT string_agg(status, ',') FROM commands") == "confirmed,confirmed"
             }
+            // The S31 announces itself after all (long keys): once its configs settle, its registered outlet has
+            // what they say of its sensors.
+            for (objectID, deviceClass, unit, stateClass) in [
+                ("sonoff_s31_power", "power", "W", "measurement"),
+                ("sonoff_s31_energy", "energy", "Wh", "total_increasing"),
+                ("sonoff_s31_daily_energy", "energy", "Wh", "total_increasing"),
+            ] {
+                try await publish(
+                    "\(discovery)/sensor/sonoff_s31/\(objectID)/config",
+                    #"{"device_class":"\#(deviceClass)","unit_of_measurement":"\#(unit)","state_class":"\#(stateClass)","name":"\#(objectID)","state_topic":"\#(s31)/sensor/\#(objectID)/state","unique_id":"ESPsensor\#(objectID)","device":{"identifiers":"a4cf12c0ffee","name":"sonoff_s31","sw_version":"2024.4.0 (config hash 0x1a2b3c4d)"}}"#
+                )
+            }
+            try await Harness.waitUntil(timeout: 10, "the S31's discovered sensors") {
+                try Harness.scalar(url, "SELECT discovered_sensor_map FROM devices WHERE code = 's31'")
+                    == "power=sonoff_s31_power,energy=sonoff_s31_energy"
+            }
             for (component, objectID, _) in configs {
                 try await publish("\(discovery)/\(component)/\(node)/\(objectID)/config", "", retain: true)
             }
