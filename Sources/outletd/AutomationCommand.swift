@@ -252,24 +252,30 @@ struct AutomationCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Enable an automation (a schedule counts from now).")
         @OptionGroup var options: GlobalOptions
         @Argument var id: Int64
+        @OptionGroup var output: OutputOptions
 
-        func run() throws { try AutomationCommand.setEnabled(id, true, options) }
+        func run() throws { try AutomationCommand.setEnabled(id, true, options, output) }
     }
 
     struct Disable: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Disable an automation.")
         @OptionGroup var options: GlobalOptions
         @Argument var id: Int64
+        @OptionGroup var output: OutputOptions
 
-        func run() throws { try AutomationCommand.setEnabled(id, false, options) }
+        func run() throws { try AutomationCommand.setEnabled(id, false, options, output) }
     }
 
-    static func setEnabled(_ id: Int64, _ enabled: Bool, _ options: GlobalOptions) throws {
+    static func setEnabled(_ id: Int64, _ enabled: Bool, _ options: GlobalOptions, _ output: OutputOptions) throws {
         let found = try options.withDatabase { connection in
             try AutomationStore(connection: connection).setEnabled(id, enabled)
         }
         guard found else { throw ValidationError("no automation \(id)") }
-        print("automation \(id) \(enabled ? "enabled" : "disabled")")
+        if output.format == .json {
+            print(try JSONOutput.render(["id": id, "enabled": enabled]))
+        } else {
+            print("automation \(id) \(enabled ? "enabled" : "disabled")")
+        }
     }
 
     struct Remove: ParsableCommand {
@@ -277,12 +283,16 @@ struct AutomationCommand: ParsableCommand {
             abstract: "Remove an automation (its history stays; its group's outlets are free again).")
         @OptionGroup var options: GlobalOptions
         @Argument var id: Int64
+        @OptionGroup var output: OutputOptions
 
         func run() throws {
-            let found = try options.withDatabase { connection in try AutomationStore(connection: connection).remove(id)
-            }
+            let found = try options.withDatabase { try AutomationStore(connection: $0).remove(id) }
             guard found else { throw ValidationError("no automation \(id)") }
-            print("automation \(id) removed")
+            if output.format == .json {
+                print(try JSONOutput.render(["id": id, "removed": true]))
+            } else {
+                print("automation \(id) removed")
+            }
         }
     }
 

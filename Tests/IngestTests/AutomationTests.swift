@@ -267,7 +267,7 @@ import Testing
         #expect(try Self.cli(["list", "oven"], url).contains("kitchen"))
         #expect(try Self.cli(["disable", String(schedule)], url).contains("disabled"))
         #expect(try Harness.scalar(url, "SELECT enabled FROM automations WHERE id = \(schedule)") == "f")
-        #expect(try Self.cli(["enable", String(schedule)], url).contains("enabled"))
+        #expect(try Self.cli(["enable", String(schedule), "--format", "json"], url).contains(#""enabled":true"#))
         #expect(try Self.cli(["remove", String(group)], url).contains("removed"))
         // The group's outlets are free again; removed rules are listed only with --all.
         #expect(try Harness.count(url, "SELECT count(*) FROM automation_group_members") == 0)
