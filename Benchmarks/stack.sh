@@ -46,6 +46,13 @@ bench_outletd_stack() {
 sql() { psql "$db" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 now() { date +%s.%N; }
 calc() { python3 -c "print($1)"; }
+# median VALUE…: the middle value (of an even count, the mean of the two middle ones).
+median() { calc "__import__('statistics').median([$(IFS=,; echo "$*")])"; }
+# require_durable: fails unless PostgreSQL runs with fsync, synchronous_commit and full_page_writes on.
+require_durable() {
+    [ "$(sql 'SHOW fsync')/$(sql 'SHOW synchronous_commit')/$(sql 'SHOW full_page_writes')" = on/on/on ] \
+        || { echo "bench: PostgreSQL is not durable (fsync/synchronous_commit/full_page_writes)" >&2; exit 1; }
+}
 
 # ---- The backlog method (Benchmarks/throughput.sh, Benchmarks/profile.sh) ----
 # They expect: bin (this tree's build), daemon (the outletd to run), outlets (publishing), dir, db,
@@ -104,21 +111,86 @@ start_outletd() {
     outletd_pid=$!
     pids+=("$outletd_pid")
 }
-status() { mosquitto_sub -h 127.0.0.1 -p "$OUTLETD_MQTT_PORT" -t outletd/bench/status -C 1 -W 2 2>/dev/null || true; }
-wait_subscribed() { # until outletd is subscribed: it says `online` (retained) after subscribing
+# status [ID]: the retained status of the outletd whose instance id is ID (bench).
+status() {
+    mosquitto_sub -h 127.0.0.1 -p "$OUTLETD_MQTT_PORT" -t "outletd/${1:-bench}/status" -C 1 -W 2 2>/dev/null || true
+}
+# wait_subscribed [ID PID]: until outletd (or instance ID, process PID) is subscribed: it says `online` (retained)
+# after subscribing.
+wait_subscribed() {
+    local id=${1:-bench} pid=${2:-$outletd_pid}
     for _ in $(seq 1 120); do
-        [ "$(status)" = online ] && return 0
-        kill -0 "$outletd_pid" 2>/dev/null || break
+        [ "$(status "$id")" = online ] && return 0
+        kill -0 "$pid" 2>/dev/null || break
         sleep 0.25
     done
-    echo "bench: outletd did not come online (see $dir/outletd.log)" >&2
+    echo "bench: outletd $id did not come online (see $dir/outletd*.log)" >&2
     exit 1
 }
 # forget_session CLIENT_ID: a clean-session connect ends a session the broker keeps (so that it does
 # not queue the next stage's readings).
 forget_session() { mqtt_sub -i "$1" -E; }
+# stop_outletd [ID PID]: stops outletd (or instance ID, process PID); fails unless it exited cleanly and said offline.
 stop_outletd() {
-    kill -TERM "$outletd_pid"
-    wait "$outletd_pid" || { echo "bench: outletd exited with $? (see $dir/outletd.log)" >&2; exit 1; }
-    [ "$(status)" = offline ] || { echo "bench: outletd did not say offline" >&2; exit 1; }
+    local id=${1:-bench} pid=${2:-$outletd_pid}
+    kill -TERM "$pid"
+    wait "$pid" || { echo "bench: outletd $id exited with $? (see $dir/outletd*.log)" >&2; exit 1; }
+    [ "$(status "$id")" = offline ] || { echo "bench: outletd $id did not say offline" >&2; exit 1; }
+}
+
+# ---- Paired backlog drains (Benchmarks/paired-drains.sh's method; Benchmarks/automations.sh) ----
+# They expect the backlog method's variables, readings (the backlog, a multiple of outlets), metrics_port (where
+# outletd's /metrics listens while it drains) and outletd's session made (bench_backlog_setup, start_outletd,
+# wait_subscribed, stop_outletd).
+
+# pg_cpu_ticks: CPU ticks (user + system) so far of PostgreSQL: the postmaster, the backends it reaped and those
+# running.
+pg_cpu_ticks() {
+    local postmaster ticks child pid
+    postmaster=$(head -n 1 "$dir/pg/postmaster.pid")
+    ticks=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$postmaster/stat")
+    for pid in $(pgrep -P "$postmaster"); do
+        child=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null) && ticks=$(( ticks + child ))
+    done
+    echo "$ticks"
+}
+# backlog_drain SPEC: a backlog of $readings published, then drained by the outletd and environment SPEC names (as
+# Benchmarks/paired-drains.sh takes them: a path, or VAR=value[,VAR=value…][@PATH]), timed from its start to the
+# commit of the last reading; the tables emptied after. Prints one line; sets drained=(readings/s, outletd CPU-s
+# per million, peak RSS KiB, s in transactions, PostgreSQL CPU-s per million) and drain_published (when the
+# backlog's publishing began, epoch seconds).
+backlog_drain() {
+    local spec=$1 path=$daemon assignments="" base t0 pid cpu pg0 pg rss rate committed hz
+    case "$spec" in
+        *=*@*) assignments=${spec%@*} path=${spec##*@} ;;
+        *=*) assignments=$spec ;;
+        *) path=$spec ;;
+    esac
+    hz=$(getconf CLK_TCK)
+    drain_published=$(now)
+    publish $(( readings / outlets ))
+    base=$(inserted)
+    pg0=$(pg_cpu_ticks)
+    t0=$(now)
+    (
+        IFS=,
+        for assignment in $assignments; do export "${assignment?}"; done
+        export OUTLETD_HTTP_LISTEN=127.0.0.1:$metrics_port
+        exec "$path" run >>"$dir/outletd.log" 2>&1
+    ) &
+    pid=$!
+    pids+=("$pid")
+    wait_rows "$readings" "$base"
+    cpu=$(cpu_ticks "$pid")
+    pg=$(( $(pg_cpu_ticks) - pg0 ))
+    rss=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+    committed=$(curl -s "127.0.0.1:$metrics_port/metrics" | awk '/^outletd_commit_seconds_sum/ {printf "%.1f", $2}')
+    rate=$(drain_rate "$t0" "$readings")
+    kill -TERM "$pid"
+    wait "$pid" || { echo "bench: outletd exited with $? (see $dir/outletd.log)" >&2; exit 1; }
+    drained=("$rate" "$(calc "round($cpu / $hz / $readings * 1e6, 2)")" "$rss" "${committed:--}"
+             "$(calc "round($pg / $hz / $readings * 1e6, 2)")")
+    printf '%-40s %7s readings/s %6s CPU-s per million (PostgreSQL %s) %7s KiB peak RSS %6s s in transactions\n' \
+        "$spec" "${drained[0]}" "${drained[1]}" "${drained[4]}" "${drained[2]}" "${drained[3]}"
+    empty_tables
 }
