@@ -42,16 +42,17 @@ public struct AutomationRunner: DatabaseJob {
     public func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
         let store = AutomationStore(connection: connection)
         if context.reconnected { logger.info("automation runner recovered") }
+        var memory = PowerWatchMemory()
         while !context.stop.isSet {
-            try evaluate(store)
+            try evaluate(store, &memory)
             _ = context.stop.sleep(seconds: settings.intervalSeconds)
         }
     }
 
     /// One round: due schedules and timers, then outlets' power rules, then group limits.
-    func evaluate(_ store: AutomationStore) throws {
+    func evaluate(_ store: AutomationStore, _ memory: inout PowerWatchMemory) throws {
         var outcomes = try store.runDue(instanceID: settings.instanceID, catchUpSeconds: settings.catchUpSeconds)
-        outcomes += try store.watchOutlets(instanceID: settings.instanceID)
+        outcomes += try store.watchOutlets(instanceID: settings.instanceID, memory: &memory)
         outcomes += try store.watchGroups(instanceID: settings.instanceID)
         for outcome in outcomes { report(outcome) }
     }

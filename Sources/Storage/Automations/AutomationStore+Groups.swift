@@ -4,9 +4,12 @@ import Telemetry
 
 extension AutomationStore {
     /// Follows the readings of every group limit's outlets since it last looked (at most its longest wait plus
-    /// `slackSeconds` back), sheds and restores outlets as ``GroupWatch`` decides, and saves where it is.
+    /// `slackSeconds` back), sheds and restores outlets as ``GroupWatch`` decides, and saves where it is. One runner
+    /// at a time (an advisory lock); nothing when another holds it.
     public func watchGroups(instanceID: String, slackSeconds: Double = 60) throws -> [AutomationOutcome] {
         try connection.transaction {
+            let locked = try connection.execute("SELECT pg_try_advisory_xact_lock($1)", [Self.powerRulesLock + 1])
+            guard try locked.bool(row: 0, column: 0) == true else { return [] }
             let groups = try connection.execute(
                 """
                 SELECT a.id, a.group_name, a.watts, a.hold_seconds, a.restore_margin_watts, a.restore_after_seconds,
@@ -14,7 +17,6 @@ extension AutomationStore {
                 FROM automations a
                 WHERE a.kind = 'group-limit' AND a.enabled AND a.removed_at IS NULL
                 ORDER BY a.id
-                FOR UPDATE OF a SKIP LOCKED
                 """)
             var outcomes: [AutomationOutcome] = []
             for row in 0..<groups.rowCount {
