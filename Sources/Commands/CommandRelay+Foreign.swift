@@ -182,7 +182,7 @@ extension CommandRelay {
     /// ESPHome's own discovery: what the node's sensors are goes to its registered outlets
     /// (`devices.discovered_sensor_map`, reloaded by every instance's registry), or, for a node no outlet uses
     /// yet, a pending outlet once it has a meter. Configs of other publishers (Zigbee2MQTT's, outletd's own) and
-    /// removals (empty payloads) change nothing.
+    /// removals (empty payloads) change nothing and are counted as ``IgnoredKind/otherDiscovery``.
     func handleESPHomeDiscovery(
         _ message: RawMessage, component: String, node: String, objectID: String, _ store: CommandStore,
         suggest: (DeviceSuggestion?) throws -> Void
@@ -190,7 +190,10 @@ extension CommandRelay {
         guard
             let entity = ESPHomeDiscovery.entity(
                 component: component, node: node, objectID: objectID, payload: message.payload)
-        else { return }
+        else {
+            metrics.messageIgnored(IgnoredKind.otherDiscovery)
+            return
+        }
         let entities = shared.esphome.withLock { nodes -> [ESPHomeDiscovery.Entity] in
             nodes.entities[entity.prefix, default: [:]]["\(component)/\(objectID)"] = entity
             return (nodes.entities[entity.prefix] ?? [:]).sorted { $0.key < $1.key }.map(\.value)

@@ -35,4 +35,7 @@ public enum IgnoredKind: String, Sendable, CaseIterable, Codable {
     /// Meter values without a power (nor a voltage and a current) to make a sample of: a Zigbee2MQTT voltage
     /// before any power is known, an ESPHome update cycle with only a voltage.
     case noPower = "no_power"
+    /// A Home Assistant discovery config that is not an ESPHome node's (Zigbee2MQTT's own, outletd's, another
+    /// publisher's), or the removal of one: outletd reads discovery only to learn ESPHome nodes' sensors.
+    case otherDiscovery = "other_discovery"
 }
