@@ -32,7 +32,7 @@ enum Format {
     static func timestamp(_ date: Date, in zone: String?) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime]
-        formatter.timeZone = zone.flatMap(TimeZone.init(identifier:)) ?? TimeZone(identifier: "UTC")!
+        formatter.timeZone = zone.flatMap(TimeZone.init(identifier:)) ?? .gmt
         return formatter.string(from: date)
     }
 
