@@ -190,7 +190,7 @@ public enum TariffFile {
             return bands
         }
 
-        mutating func readDays(_ node: Node) -> [Tariff.Weekday]? {
+        mutating func readDays(_ node: Node) -> [Weekday]? {
             var names: [(String, Node)] = []
             switch node {
             case .sequence(let sequence): names = sequence.map { ($0.string ?? "", $0) }
@@ -201,9 +201,9 @@ public enum TariffFile {
                 problem(node, "bands: days: expected a list like [mon, tue, wed, thu, fri]")
                 return nil
             }
-            var days: [Tariff.Weekday] = []
+            var days: [Weekday] = []
             for (name, item) in names {
-                guard let day = Tariff.Weekday(rawValue: name.lowercased()) else {
+                guard let day = Weekday(rawValue: name.lowercased()) else {
                     problem(item, "bands: days: unknown day \"\(name)\" (mon, tue, wed, thu, fri, sat, sun)")
                     return nil
                 }

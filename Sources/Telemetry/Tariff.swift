@@ -5,8 +5,6 @@
 /// Money is decimal text exactly as written (`0.62`, `1.38`): PostgreSQL's `numeric` does the arithmetic, never
 /// floating point. Cost of `kWh` at a minute = kWh × (band or base price + the month's adder) × (1 + taxes / 100).
 public struct Tariff: Sendable, Equatable {
-    /// A day of the week as the file names it.
-    public typealias Weekday = Telemetry.Weekday
 
     /// A time-of-day band: its price applies on `days` from `fromMinute` to `toMinute` of the tariff's clock.
     public struct Band: Sendable, Equatable {

@@ -141,7 +141,7 @@ public struct TariffStore {
             let adders = try connection.execute(
                 "SELECT to_char(month, 'YYYY-MM'), per_kwh::text FROM tariff_monthly_adders WHERE version_id = $1 ORDER BY month",
                 [versionID])
-            let days = Tariff.Weekday.allCases
+            let days = Weekday.allCases
             let tariff = Tariff(
                 currency: result[row, 3] ?? "", timeZone: result[row, 4], validFrom: result[row, 1] ?? "",
                 pricePerKWh: result[row, 5] ?? "0",
