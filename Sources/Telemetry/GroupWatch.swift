@@ -36,8 +36,8 @@ public struct GroupWatch: Sendable, Equatable {
     public enum Action: Sendable, Equatable {
         /// Switch member `index` off; it drew `watts`; the total was `total`.
         case shed(index: Int, watts: Double, total: Double, at: Date)
-        /// Switch member `index` back on.
-        case restore(index: Int, total: Double, at: Date)
+        /// Switch member `index` back on; it drew `watts` when shed.
+        case restore(index: Int, total: Double, watts: Double, at: Date)
         /// Above the limit for the hold, and every member is shed or draws nothing.
         case nothingToShed(total: Double, at: Date)
     }
@@ -111,10 +111,11 @@ public struct GroupWatch: Sendable, Equatable {
             let since = belowSince ?? reading.at
             belowSince = since
             if reading.at.timeIntervalSince(since) >= Double(restore.afterSeconds) {
+                let drew = members[candidate].shedWatts ?? 0
                 members[candidate].shedAt = nil
                 members[candidate].shedWatts = nil
                 belowSince = nil
-                actions.append(.restore(index: candidate, total: total, at: reading.at))
+                actions.append(.restore(index: candidate, total: total, watts: drew, at: reading.at))
             }
         }
         return actions

@@ -133,6 +133,7 @@ import Testing
             let causes = try Harness.scalar(
                 url, "SELECT string_agg(cause, ' | ' ORDER BY id) FROM commands WHERE source = 'automation'")
             #expect(causes.contains("shed kettle") && causes.contains("restore kettle"), "\(causes)")
+            #expect(causes.contains("plus the 2000 W it drew"), "\(causes)")
         }
     }
 }

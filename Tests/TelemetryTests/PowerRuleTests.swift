@@ -137,7 +137,7 @@ struct PowerRuleTests {
             rule: Self.group)
         #expect(actions.isEmpty)
         actions = watch.follow([(2, PowerReading(at: Self.t0.addingTimeInterval(161), watts: 150))], rule: Self.group)
-        #expect(actions == [.restore(index: 0, total: 1_150, at: Self.t0.addingTimeInterval(161))])
+        #expect(actions == [.restore(index: 0, total: 1_150, watts: 2_000, at: Self.t0.addingTimeInterval(161))])
         #expect(watch.members[0].shedAt == nil)
     }
 
@@ -152,6 +152,6 @@ struct PowerRuleTests {
         rule.outlets = ["a", "b", "c"]
         let actions = watch.follow(
             (20...200).map { (2, PowerReading(at: Self.t0.addingTimeInterval(Double($0)), watts: 100)) }, rule: rule)
-        #expect(actions.map { if case .restore(let index, _, _) = $0 { index } else { -1 } } == [1, 0])
+        #expect(actions.map { if case .restore(let index, _, _, _) = $0 { index } else { -1 } } == [1, 0])
     }
 }

@@ -83,36 +83,34 @@ extension AutomationStore {
                 let rule = AutomationRule.GroupLimit(
                     name: name, watts: watts, holdSeconds: hold, outlets: watch.members.map(\.code), restore: restore)
                 let limit = AutomationRule.watts(watts)
+                let codes = watch.members.map(\.code)
+                /// Switches member `index` to `state` for the reading at `at`.
+                func switchMember(_ index: Int, _ state: SwitchState, at: Date, _ cause: String) throws
+                    -> AutomationOutcome?
+                {
+                    try record(
+                        id: id, kind: .groupLimit,
+                        target: Target(
+                            deviceID: deviceIDs[index], code: codes[index], enabled: enabled[index],
+                            ownerStillOwns: true),
+                        state: state, dueAt: at, cause: cause, result: .fired, instanceID: instanceID)
+                }
                 for action in watch.follow(readings, rule: rule) {
                     let outcome: AutomationOutcome?
                     switch action {
                     case .shed(let index, let drew, let total, let at):
-                        let member = watch.members[index]
-                        outcome = try record(
-                            id: id, kind: .groupLimit,
-                            target: Target(
-                                deviceID: deviceIDs[index], code: member.code, enabled: enabled[index],
-                                ownerStillOwns: true),
-                            state: .off, dueAt: at,
-                            cause:
-                                "group-limit \(name): \(Self.roundedWatts(total)) W above \(limit) W for "
-                                + "\(AutomationDuration.format(hold)); shed \(member.code) "
-                                + "(the least important drawing power: \(Self.roundedWatts(drew)) W)",
-                            result: .fired, instanceID: instanceID)
-                    case .restore(let index, let total, let at):
-                        let member = watch.members[index]
-                        outcome = try record(
-                            id: id, kind: .groupLimit,
-                            target: Target(
-                                deviceID: deviceIDs[index], code: member.code, enabled: enabled[index],
-                                ownerStillOwns: true),
-                            state: .on, dueAt: at,
-                            cause:
-                                "group-limit \(name): \(Self.roundedWatts(total)) W plus the "
-                                + "\(Self.roundedWatts(rows(restoredWatts: member))) W it drew stayed below "
+                        outcome = try switchMember(
+                            index, .off, at: at,
+                            "group-limit \(name): \(Self.roundedWatts(total)) W above \(limit) W for "
+                                + "\(AutomationDuration.format(hold)); shed \(codes[index]) "
+                                + "(the least important drawing power: \(Self.roundedWatts(drew)) W)")
+                    case .restore(let index, let total, let drew, let at):
+                        outcome = try switchMember(
+                            index, .on, at: at,
+                            "group-limit \(name): \(Self.roundedWatts(total)) W plus the "
+                                + "\(Self.roundedWatts(drew)) W it drew stayed below "
                                 + "\(AutomationRule.watts(watts - (restore?.marginWatts ?? 0))) W for "
-                                + "\(AutomationDuration.format(restore?.afterSeconds ?? 0)); restore \(member.code)",
-                            result: .fired, instanceID: instanceID)
+                                + "\(AutomationDuration.format(restore?.afterSeconds ?? 0)); restore \(codes[index])")
                     case .nothingToShed(let total, let at):
                         outcome = try record(
                             id: id, kind: .groupLimit,
@@ -142,9 +140,6 @@ extension AutomationStore {
             return outcomes
         }
     }
-
-    /// What a restored member drew when shed (kept in the member until the restore clears it).
-    private func rows(restoredWatts member: GroupWatch.Member) -> Double { member.shedWatts ?? 0 }
 
     static func roundedWatts(_ watts: Double) -> String { AutomationRule.watts((watts * 10).rounded() / 10) }
 }
