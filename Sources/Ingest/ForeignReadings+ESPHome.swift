@@ -15,17 +15,8 @@ extension ForeignReadings {
         _ message: RawMessage, prefix: String, objectID: String, limits: ValidationLimits,
         into result: inout ClassifiedMessage
     ) -> IgnoredKind? {
-        let registered = registry.lookup(.esphome, topic: prefix)
-        let outlets = registered.filter { $0.device.enabled }
-        guard let meterOwner = outlets.first else {
-            if let disabled = registered.first {
-                Self.reject(
-                    Rejection(reason: .disabledDevice, detail: "device \(disabled.code) is disabled"), message,
-                    code: disabled.code, into: &result)
-                return nil
-            }
-            return .notAnOutlet
-        }
+        guard let outlets = enabledOutlets(.esphome, topic: prefix, message, into: &result) else { return nil }
+        guard let meterOwner = outlets.first else { return .notAnOutlet }
         let named = outlets.first { outlet in
             outlet.device.sensorMap.sources.values.contains { $0.objectID == objectID }
         }

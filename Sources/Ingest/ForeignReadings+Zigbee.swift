@@ -27,15 +27,8 @@ extension ForeignReadings {
     func classifyZigbee2MQTT(
         _ message: RawMessage, path: String, limits: ValidationLimits, into result: inout ClassifiedMessage
     ) -> IgnoredKind? {
-        let registered = registry.lookup(.zigbee2mqtt, topic: path)
-        let outlets = registered.filter { $0.device.enabled }
+        guard let outlets = enabledOutlets(.zigbee2mqtt, topic: path, message, into: &result) else { return nil }
         guard let meterOwner = outlets.first else {
-            if let disabled = registered.first {
-                Self.reject(
-                    Rejection(reason: .disabledDevice, detail: "device \(disabled.code) is disabled"), message,
-                    code: disabled.code, into: &result)
-                return nil
-            }
             if let slash = path.lastIndex(of: "/"),
                 !registry.lookup(.zigbee2mqtt, topic: String(path[..<slash])).isEmpty
             {
@@ -83,5 +76,21 @@ extension ForeignReadings {
             result.samples += decoded.readings.map { DeviceSample(deviceID: outlet.device.id, reading: $0) }
         }
         return ignored
+    }
+
+    /// The enabled outlets registered at `topic` of `outletProtocol` (empty: none is registered there). When every
+    /// one there is disabled, the message is rejected as `disabled_device` for the first, and nil comes back.
+    func enabledOutlets(
+        _ outletProtocol: OutletProtocol, topic: String, _ message: RawMessage, into result: inout ClassifiedMessage
+    ) -> [(channel: Int, code: String, device: RegisteredDevice)]? {
+        let registered = registry.lookup(outletProtocol, topic: topic)
+        let outlets = registered.filter { $0.device.enabled }
+        if outlets.isEmpty, let disabled = registered.first {
+            Self.reject(
+                Rejection(reason: .disabledDevice, detail: "device \(disabled.code) is disabled"), message,
+                code: disabled.code, into: &result)
+            return nil
+        }
+        return outlets
     }
 }
