@@ -3,8 +3,8 @@
 # stack, alternating, ROUNDS times each: the way docs/PERFORMANCE.md measures a change ("paired drains").
 # Each drain is the outletd stage of `make bench` (Benchmarks/throughput.sh): a QoS 1 backlog of READINGS
 # from 10,000 outlets (100,000 registered), then outletd started, timed from its start to the commit of
-# the last reading; durable settings. Prints per drain: readings/s, CPU-seconds per million, peak RSS,
-# and the seconds its batches spent in transactions (outletd_commit_seconds).
+# the last reading; durable settings. Prints per drain (`backlog_drain` in stack.sh): readings/s, CPU-seconds
+# per million of outletd and of PostgreSQL, peak RSS, and the seconds its batches spent in transactions.
 #
 #   Benchmarks/paired-drains.sh READINGS A B [ROUNDS]
 #
@@ -30,38 +30,7 @@ wait_subscribed
 stop_outletd
 metrics_port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 
-drain() { # drain SPEC: one backlog drained by the outletd and environment SPEC names
-    local spec=$1 path=$daemon assignments=""
-    case "$spec" in
-        *=*@*) assignments=${spec%@*} path=${spec##*@} ;;
-        *=*) assignments=$spec ;;
-        *) path=$spec ;;
-    esac
-    publish $(( readings / outlets ))
-    local base t0 pid cpu rss rate committed
-    base=$(inserted)
-    t0=$(now)
-    (
-        IFS=,
-        for assignment in $assignments; do export "${assignment?}"; done
-        export OUTLETD_HTTP_LISTEN=127.0.0.1:$metrics_port
-        exec "$path" run >>"$dir/outletd.log" 2>&1
-    ) &
-    pid=$!
-    pids+=("$pid")
-    wait_rows "$readings" "$base"
-    cpu=$(cpu_ticks "$pid")
-    rss=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
-    committed=$(curl -s "127.0.0.1:$metrics_port/metrics" | awk '/^outletd_commit_seconds_sum/ {printf "%.1f", $2}')
-    rate=$(drain_rate "$t0" "$readings")
-    kill -TERM "$pid"
-    wait "$pid" || { echo "paired-drains: outletd exited with $? (see $dir/outletd.log)" >&2; exit 1; }
-    printf '%-48s %9s readings/s %6s CPU-s per million %7s KiB peak RSS %6s s in transactions\n' \
-        "$spec" "$rate" "$(calc "round($cpu / 100 / $readings * 1e6, 2)")" "$rss" "$committed"
-    empty_tables
-}
-
 for _ in $(seq 1 "$rounds"); do
-    drain "$a"
-    drain "$b"
+    backlog_drain "$a"
+    backlog_drain "$b"
 done

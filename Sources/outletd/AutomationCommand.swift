@@ -150,19 +150,30 @@ struct AutomationCommand: ParsableCommand {
         }
     }
 
+    /// What over-power and idle take: the outlet, the watts and how long.
+    struct PowerRuleOptions: ParsableArguments {
+        @Argument(help: "The outlet's code.") var code: String
+        @Option(help: "Watts.") var watts: Double
+        @Option(name: .customLong("for"), help: "How long: 10s, 30m, 1h.") var hold: String
+
+        /// Adds the rule `make` builds from the watts and the hold.
+        func add(
+            _ make: (Double, Int) -> AutomationRule, options: GlobalOptions, output: OutputOptions
+        ) throws {
+            let rule = make(try AutomationCommand.watts(watts), try AutomationCommand.duration(hold, "--for"))
+            try AutomationCommand.add(rule, code: code, options: options, output: output)
+        }
+    }
+
     struct OverPower: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "over-power", abstract: "Off when the outlet's power stays at or above W watts for a while.")
         @OptionGroup var options: GlobalOptions
-        @Argument(help: "The outlet's code.") var code: String
-        @Option(help: "Watts.") var watts: Double
-        @Option(name: .customLong("for"), help: "How long: 10s, 2m.") var hold: String
+        @OptionGroup var rule: PowerRuleOptions
         @OptionGroup var output: OutputOptions
 
         func run() throws {
-            let rule = AutomationRule.overPower(
-                watts: try AutomationCommand.watts(watts), holdSeconds: try AutomationCommand.duration(hold, "--for"))
-            try AutomationCommand.add(rule, code: code, options: options, output: output)
+            try rule.add({ .overPower(watts: $0, holdSeconds: $1) }, options: options, output: output)
         }
     }
 
@@ -170,15 +181,11 @@ struct AutomationCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Off when the outlet's power stays at or below W watts for a while, while it reports itself on.")
         @OptionGroup var options: GlobalOptions
-        @Argument(help: "The outlet's code.") var code: String
-        @Option(help: "Watts.") var watts: Double
-        @Option(name: .customLong("for"), help: "How long: 30m, 1h.") var hold: String
+        @OptionGroup var rule: PowerRuleOptions
         @OptionGroup var output: OutputOptions
 
         func run() throws {
-            let rule = AutomationRule.idle(
-                watts: try AutomationCommand.watts(watts), holdSeconds: try AutomationCommand.duration(hold, "--for"))
-            try AutomationCommand.add(rule, code: code, options: options, output: output)
+            try rule.add({ .idle(watts: $0, holdSeconds: $1) }, options: options, output: output)
         }
     }
 
