@@ -14,7 +14,7 @@ extension ForeignReadings {
     }
 
     /// A Zigbee2MQTT message `<base>/<path>`: the JSON state of the registered device `path`, one sample per outlet
-    /// whose meter values changed (docs/PROTOCOLS.md, "Zigbee2MQTT": the cached-values rule).
+    /// whose meter values changed (docs/ZIGBEE-ESPHOME.md, "Zigbee2MQTT": the cached-values rule).
     ///
     /// Zigbee2MQTT publishes the device's whole cached state (`cache_state: true`, its default) whenever any
     /// attribute changes: a new power arrives with the last voltage, current and counter, and a change of `state`

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Pairs an ESPHome node's separate sensor messages into one sample per update cycle (docs/PROTOCOLS.md, "ESPHome":
+/// Pairs an ESPHome node's separate sensor messages into one sample per update cycle (docs/ZIGBEE-ESPHOME.md, "ESPHome":
 /// the rule).
 ///
 /// A node publishes each sensor on its own topic, the sensors of one chip (power, voltage, current, power factor,

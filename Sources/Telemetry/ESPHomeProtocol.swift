@@ -1,6 +1,6 @@
 import Foundation
 
-/// ESPHome's MQTT: one plain value per entity under the node's topic prefix (docs/PROTOCOLS.md, "ESPHome").
+/// ESPHome's MQTT: one plain value per entity under the node's topic prefix (docs/ZIGBEE-ESPHOME.md, "ESPHome").
 ///
 /// Sensors publish `<prefix>/sensor/<object id>/state` (a number as text, `nan` or `None` without a value), a switch
 /// `<prefix>/switch/<object id>/state` `ON`/`OFF` and listens on `…/command`, the node `<prefix>/status`

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Zigbee2MQTT: Zigbee plugs behind the bridge, one JSON state per device under `<base>/<friendly name>`
-/// (docs/PROTOCOLS.md, "Zigbee2MQTT").
+/// (docs/ZIGBEE-ESPHOME.md, "Zigbee2MQTT").
 ///
 /// A friendly name may hold `/`, so a topic alone cannot say whether `<base>/a/b` is the state of device `a/b` or
 /// the attribute topic `b` of device `a` (`output: attribute_and_json`): the registry decides (``TopicKind``).
