@@ -160,6 +160,9 @@ let package = Package(
             dependencies: ["Config", "Postgres", "Storage", "Telemetry"],
             path: "Benchmarks/RollupBenchmark"
         ),
+        // The broker's delivery ceiling: outletd's MQTT layer, storage cut off (Benchmarks/throughput.sh, B).
+        .executableTarget(
+            name: "broker-ceiling", dependencies: ["Config", "MQTT"], path: "Benchmarks/BrokerCeiling"),
         // Decode cost per message of each protocol, for docs/PROTOCOLS.md; not a test.
         .executableTarget(
             name: "protocol-decode-bench", dependencies: ["Telemetry"], path: "Benchmarks/ProtocolDecode"),

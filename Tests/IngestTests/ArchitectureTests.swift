@@ -8,7 +8,7 @@ import Testing
 @Suite struct ArchitectureTests {
     /// Targets that are not part of the daemon's picture: benchmarks, test support and the build tool that embeds sql/.
     static let outsideThePicture: Set<String> = [
-        "command-latency", "outletd-bench", "protocol-decode-bench", "EmbedSQL",
+        "broker-ceiling", "command-latency", "outletd-bench", "protocol-decode-bench", "EmbedSQL",
     ]
 
     /// `Target → A, B` lines of the README block that follows the mention of this test.
