@@ -13,10 +13,13 @@
 # (B, outletd and D in ROUNDS rounds, one stage after the other; the table reports each round and the
 # medians: this machine's speed drifts by up to half between its phases, and one round's ratio
 # compares stages that ran in the same phase):
-#   B        mosquitto_sub draining the backlog (the broker's ceiling: delivery, nothing stored)
+#   B        broker-ceiling draining the backlog (Benchmarks/BrokerCeiling: outletd's own MQTT layer and session
+#            settings, every reading acknowledged and discarded): the broker's delivery ceiling (mosquitto_sub and
+#            a client on libmosquitto's own loop drain slower than the broker delivers: Benchmarks/broker-ceiling.sh)
 #   D        one COPY of the rows outletd stored, straight into `samples` (the database's ceiling)
 #   H        1 / (1/B + 1/D): the ceiling of this workload when one machine does both
-#   outletd  `outletd run` (spool, registry, rollups, all of it), from process start
+#   outletd  `outletd run` (spool, registry, rollups, all of it), from process start; outletd / min(B, D) is the
+#            fraction of what the slower of broker and database allows on this machine
 #   python   paho-mqtt + psycopg (PyPI, in a venv under .build/): batched (COPY per 1,000 rows or
 #            100 ms; no registry, no rollups), and naive (one INSERT and commit per message; it drains
 #            NAIVE_READINGS, a smaller backlog, at its own rate)
@@ -26,7 +29,9 @@
 # LIVE_LOW_RATE (10,000/s), a rate this 2-core machine carries with room to spare.
 # outletd's CPU (user + system, from /proc) and peak RSS are over its drain, start-up included. The CPU
 # of every process of a stage (mosquitto, PostgreSQL's backends, the simulator…) is counted too: on
-# one machine the stages share the cores, and those figures say where each stage's time went.
+# one machine the stages share the cores, and those figures say where each stage's time went. CPU per
+# million readings, whole pipeline (outletd + mosquitto + PostgreSQL, in outletd's drain) beside the floor
+# (mosquitto + broker-ceiling in B, PostgreSQL in D's one COPY): where the pipeline spends more than the floor.
 #
 # Knobs: READINGS (1000000), ROUNDS (3), NAIVE_READINGS (100000), OUTLETS (10000 publishing), REGISTERED
 # (100000 registered), LIVE_SECONDS (20), WARM_SECONDS (3), LIVE_LOW_RATE (10000), DRAIN_TIMEOUT (per drain: 600 s, or READINGS / 5000 s when longer), CONFIG (release),
@@ -54,6 +59,7 @@ soak_rate=${SOAK_RATE:-1000}
     || { echo "bench: READINGS and NAIVE_READINGS must be multiples of OUTLETS ($outlets)" >&2; exit 2; }
 
 swift build -c "$config" --product outletd >/dev/null
+swift build -c "$config" --product broker-ceiling >/dev/null
 bin=$(swift build -c "$config" --show-bin-path)
 daemon=${BENCH_DAEMON:-$bin/outletd}
 venv=.build/bench-venv
@@ -92,7 +98,7 @@ fi
 
 # stack_cpu: CPU ticks (user + system) so far of outletd (0 when it is not running), mosquitto,
 # PostgreSQL (the postmaster, the backends it reaped and those running) and this shell's reaped
-# children (the simulator, mosquitto_sub, psql).
+# children (the simulator, psql).
 stack_cpu() {
     local postmaster pg children outletd=0
     postmaster=$(head -n 1 "$dir/pg/postmaster.pid")
@@ -109,31 +115,46 @@ cpu_since() {
     read -ra after < <(stack_cpu)
     local hz out=()
     hz=$(getconf CLK_TCK)
-    for i in 0 1 2 3; do out+=("$(calc "round((${after[i]} - ${before[i]}) / $hz, 1)")"); done
+    for i in 0 1 2 3; do out+=("$(calc "round((${after[i]} - ${before[i]}) / $hz, 2)")"); done
     echo "${out[*]}"
 }
 # per_million SECONDS READINGS: CPU-seconds per million readings.
 per_million() { calc "round($1 / $2 * 1e6, 2)"; }
 
 per_outlet=$(( readings / outlets ))
-# drain_round N: B, outletd and D, one after the other (as close in time as they can be: the machine's
-# speed drifts between its phases, and a ratio compares stages that ran in the same phase). Appends the
-# round's figures to the arrays below.
-rounds_B=() rounds_D=() rounds_H=() rounds_O=() rounds_OH=() rounds_cpu=() rounds_rss=()
-rounds_b_broker=() rounds_b_sub=() rounds_o_broker=() rounds_o_pg=() rounds_d_pg=()
-drain_round() {
-    local round=$1 B O D H cpu rss_kib cpu_per_million b_broker b_sub o_broker o_pg d_pg base t0
+# broker_ceiling_drain: B, the broker's delivery ceiling. broker-ceiling (outletd's MQTT layer, storage cut off)
+# makes its session, the backlog is published, and it drains it. Sets B (readings/s: its start → the last
+# reading's arrival), b_broker and b_client (CPU-s of mosquitto and of broker-ceiling, from its getrusage) and
+# b_busy (mosquitto's CPU-s over the drain's seconds: near 1, a core of the broker's was busy all along).
+broker_ceiling_drain() {
+    local t0 t1 line last
     local -a cpu0
-    echo "== round $round of $rounds. B: mosquitto_sub drains a backlog of $readings" >&2
-    mqtt_sub -i bench-b -c -E
+    "$bin/broker-ceiling" bench-b --subscribe-only
     publish "$per_outlet"
     read -ra cpu0 < <(stack_cpu)
     t0=$(now)
-    mqtt_sub -i bench-b -c -C "$readings" -W "$drain_timeout" >/dev/null
-    B=$(calc "round($readings / ($(now) - $t0))")
-    read -r _ b_broker _ b_sub < <(cpu_since "${cpu0[@]}")
-    echo "   B = $B/s; CPU-s mosquitto $b_broker, mosquitto_sub $b_sub" >&2
+    line=$("$bin/broker-ceiling" bench-b "$readings" "$drain_timeout")
+    t1=$(now)
+    read -r _ b_broker _ _ < <(cpu_since "${cpu0[@]}")
+    last=$(sed -n 's/.* last=\([0-9.]*\) .*/\1/p' <<<"$line")
+    b_client=$(sed -n 's/.* cpu=\([0-9.]*\)$/\1/p' <<<"$line")
+    [ -n "$last" ] && [ -n "$b_client" ] || { echo "bench: broker-ceiling said \"$line\"" >&2; exit 1; }
+    B=$(calc "round($readings / ($last - $t0))")
+    b_busy=$(calc "round($b_broker / ($t1 - $t0), 2)")
     forget_session bench-b
+}
+# drain_round N: B, outletd and D, one after the other (as close in time as they can be: the machine's
+# speed drifts between its phases, and a ratio compares stages that ran in the same phase). Appends the
+# round's figures to the arrays below.
+rounds_B=() rounds_D=() rounds_H=() rounds_O=() rounds_OH=() rounds_OM=() rounds_cpu=() rounds_rss=()
+rounds_b_broker=() rounds_b_client=() rounds_b_busy=() rounds_o_broker=() rounds_o_pg=() rounds_d_pg=()
+rounds_pipeline=() rounds_floor=()
+drain_round() {
+    local round=$1 B O D H cpu rss_kib cpu_per_million b_broker b_client b_busy o_broker o_pg d_pg base t0
+    local -a cpu0
+    echo "== round $round of $rounds. B: broker-ceiling drains a backlog of $readings" >&2
+    broker_ceiling_drain
+    echo "   B = $B/s; CPU-s mosquitto $b_broker (busy $b_busy of the drain), broker-ceiling $b_client" >&2
 
     echo "== round $round of $rounds. outletd drains a backlog of $readings" >&2
     start_outletd
@@ -170,9 +191,13 @@ drain_round() {
     empty_tables
     H=$(calc "round(1 / (1 / $B + 1 / $D))")
     rounds_B+=("$B") rounds_D+=("$D") rounds_H+=("$H") rounds_O+=("$O") rounds_OH+=("$(calc "round($O / $H, 2)")")
+    rounds_OM+=("$(calc "round($O / min($B, $D), 2)")")
     rounds_cpu+=("$cpu_per_million") rounds_rss+=("$rss_kib")
-    rounds_b_broker+=("$b_broker") rounds_b_sub+=("$b_sub") rounds_o_broker+=("$o_broker") rounds_o_pg+=("$o_pg")
-    rounds_d_pg+=("$d_pg")
+    rounds_b_broker+=("$(per_million "$b_broker" "$readings")") rounds_b_client+=("$(per_million "$b_client" "$readings")")
+    rounds_b_busy+=("$b_busy") rounds_o_broker+=("$(per_million "$o_broker" "$readings")")
+    rounds_o_pg+=("$(per_million "$o_pg" "$readings")") rounds_d_pg+=("$(per_million "$d_pg" "$readings")")
+    rounds_pipeline+=("$(calc "round($cpu_per_million + ${rounds_o_broker[-1]} + ${rounds_o_pg[-1]}, 2)")")
+    rounds_floor+=("$(calc "round(${rounds_b_broker[-1]} + ${rounds_b_client[-1]} + ${rounds_d_pg[-1]}, 2)")")
 }
 # median VALUE…: the middle value (of an even count, the mean of the two middle ones).
 median() { calc "__import__('statistics').median([$(IFS=,; echo "$*")])"; }
@@ -180,8 +205,6 @@ for (( r = 1; r <= rounds; r++ )); do drain_round "$r"; done
 B=$(median "${rounds_B[@]}") D=$(median "${rounds_D[@]}") H=$(median "${rounds_H[@]}") O=$(median "${rounds_O[@]}")
 cpu_per_million=$(median "${rounds_cpu[@]}")
 rss_kib=$(calc "max([$(IFS=,; echo "${rounds_rss[*]}")])")
-b_broker=$(median "${rounds_b_broker[@]}") b_sub=$(median "${rounds_b_sub[@]}")
-o_broker=$(median "${rounds_o_broker[@]}") o_pg=$(median "${rounds_o_pg[@]}") d_pg=$(median "${rounds_d_pg[@]}")
 B=$(calc "round($B)") D=$(calc "round($D)") H=$(calc "round($H)") O=$(calc "round($O)")
 
 half=$(( H / 2 ))
@@ -252,35 +275,45 @@ echo "== python, one INSERT per message, drains a backlog of $naive_readings" >&
 P1=$(python_drain "$naive_readings")
 
 ratio() { calc "round($1 / $2, 2)"; }
+# cpu_block: CPU-seconds per million readings, the whole pipeline (outletd's drain: outletd, mosquitto, PostgreSQL)
+# beside the floor (mosquitto and broker-ceiling in B, PostgreSQL in D's one COPY), process by process; medians of
+# the rounds (the totals: the median of the rounds' totals).
+cpu_block() {
+    local pipeline floor
+    cpu_row() { printf '%-48s %12s %10s %10s   %s\n' "$1" "$2" "$3" "$(calc "round($2 - $3, 2)")" "${4:-}"; }
+    pipeline=$(median "${rounds_pipeline[@]}") floor=$(median "${rounds_floor[@]}")
+    printf '%-48s %12s %10s %10s\n' "CPU-seconds per million readings" pipeline floor difference
+    cpu_row "outletd | broker-ceiling in B" "$cpu_per_million" "$(median "${rounds_b_client[@]}")"
+    cpu_row "mosquitto: outletd's drain | B" "$(median "${rounds_o_broker[@]}")" "$(median "${rounds_b_broker[@]}")"
+    cpu_row "PostgreSQL: outletd's drain | D's one COPY" "$(median "${rounds_o_pg[@]}")" "$(median "${rounds_d_pg[@]}")"
+    cpu_row "total" "$pipeline" "$floor" \
+        "wall: $(nproc) cores × $(calc "round($readings / $O, 1)") s = $(calc "round($(nproc) * 1e6 / $O, 1)") per million"
+}
 row() { printf '%-48s %12s   %s\n' "$@"; }
 echo
 row "" "readings/s" ""
-row "B  broker: mosquitto_sub drains the backlog" "$B" ""
+row "B  broker: broker-ceiling drains the backlog" "$B" "mosquitto busy $(median "${rounds_b_busy[@]}") of the drain"
 row "D  database: one COPY of outletd's rows" "$D" ""
 row "H  = 1/(1/B + 1/D)" "$H" ""
 row "outletd drains the backlog (rollups on)" "$O" "$readings readings, from process start"
 row "python batched COPY drains the backlog" "$PB" ""
 row "python one INSERT per message" "$P1" "$naive_readings readings"
 echo
-row "round: B / D / H / outletd (readings/s)" "outletd / H" "CPU-s per million, peak RSS KiB"
+row "round: B / D / H / outletd (readings/s)" "outletd / H" "outletd / min(B, D); CPU-s per million, peak RSS KiB"
 for (( r = 0; r < rounds; r++ )); do
     row "$(( r + 1 )): ${rounds_B[r]} / ${rounds_D[r]} / ${rounds_H[r]} / ${rounds_O[r]}" "${rounds_OH[r]}" \
-        "${rounds_cpu[r]}, ${rounds_rss[r]}"
+        "${rounds_OM[r]}; ${rounds_cpu[r]}, ${rounds_rss[r]}"
 done
 echo
 row "(B, D, H, outletd, ratios and CPU: medians of the rounds; RSS: the highest)" "measured" "target"
 row "outletd / H" "$(median "${rounds_OH[@]}")" "≥ 0.9"
+row "outletd / min(B, D)" "$(median "${rounds_OM[@]}")" "of what the slower ceiling allows"
 row "outletd / python batched" "$(ratio "$O" "$PB")" "≥ 2.3"
 row "outletd / python one INSERT" "$(ratio "$O" "$P1")" "≥ 20"
 row "outletd CPU-seconds per million readings" "$cpu_per_million" "≤ 5"
 row "outletd peak RSS, KiB ($readings backlog)" "$rss_kib" "≤ 65536 (10M backlog: READINGS=10000000)"
 echo
-row "CPU-seconds per million readings, by process" "" ""
-row "B: mosquitto / mosquitto_sub" "$(per_million "$b_broker" "$readings") / $(per_million "$b_sub" "$readings")" ""
-row "D: PostgreSQL" "$(per_million "$d_pg" "$readings")" ""
-row "outletd's drain: outletd / mosquitto / PostgreSQL" \
-    "$cpu_per_million / $(per_million "$o_broker" "$readings") / $(per_million "$o_pg" "$readings")" \
-    "$(nproc) cores × $(calc "round($readings / $O, 1)") s = $(calc "round($(nproc) * 1e6 / $O, 1)") per million"
+cpu_block
 echo
 row "live at $half/s (H/2): stored at (readings/s)" "$live_rate" ""
 row "live at H/2: publish → commit p50 (ms)" "$p50" ""
