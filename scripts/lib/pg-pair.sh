@@ -7,7 +7,8 @@
 #                            pg_basebackup -R into DIR/standby (port P2), started and streaming
 #   pgq PORT SQL [DB]        psql as postgres on PORT (database outletd unless DB), rows unaligned
 #   pg_start DATA, pg_stop DATA [MODE]   pg_ctl start / stop (MODE fast unless given)
-#   pg_kill DATA             kill -9 of DATA's postmaster and every child; prints how many processes
+#   pg_kill DATA             kill -9 of DATA's postmaster and every child (its pid file removed); prints how
+#                            many processes
 #   as_pg CMD…               CMD as the postgres user when running as root (initdb refuses root)
 #
 # Both servers share DIR/sock for their Unix sockets. PG_PAIR_CONF: more lines for the primary's
@@ -46,6 +47,8 @@ pg_kill() {
     children=$(pgrep -P "$postmaster" | tr '\n' ' ')
     # shellcheck disable=SC2086
     kill -KILL "$postmaster" $children
+    # Its pid file stays behind: gone, a later pg_ctl stop cannot signal whatever process reuses the pid.
+    rm -f "$1/postmaster.pid"
     echo $(( 1 + $(wc -w <<<"$children") ))
 }
 
