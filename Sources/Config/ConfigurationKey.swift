@@ -116,6 +116,23 @@ extension ConfigurationKey {
             render: { configuration in String(configuration[keyPath: keyPath]) })
     }
 
+    /// A choice among an enumeration's raw values.
+    static func choice<Value: RawRepresentable & CaseIterable & Sendable>(
+        _ path: String, _ keyPath: WritableKeyPath<OutletdConfiguration, Value> & Sendable, _ summary: String
+    ) -> ConfigurationKey where Value.RawValue == String {
+        let choices = Value.allCases.map(\.rawValue)
+        return ConfigurationKey(
+            path: path, summary: summary,
+            apply: { configuration, text throws(ConfigurationKeyError) in
+                guard let value = Value(rawValue: text.lowercased()) else {
+                    throw ConfigurationKeyError(
+                        message: "expected one of \(choices.joined(separator: ", ")), got \"\(text)\"")
+                }
+                configuration[keyPath: keyPath] = value
+            },
+            render: { configuration in configuration[keyPath: keyPath].rawValue })
+    }
+
     static func choice(
         _ path: String, _ keyPath: WritableKeyPath<OutletdConfiguration, String> & Sendable, _ choices: [String],
         _ summary: String
@@ -161,6 +178,10 @@ extension ConfigurationKey {
         .double(
             "database.reconnect_delay_max_seconds", \.database.reconnectDelayMaxSeconds, 0.1...3_600,
             "cap of the reconnect backoff, seconds"),
+        .choice(
+            "database.durability", \.database.durability,
+            "when the spool lets go of stored readings: local (the primary committed them) or replicated (a standby has them)"
+        ),
         .string(
             "mqtt.url", \.mqtt.url, "mqtt://[user[:password]@]host[:port]",
             redact: { (try? MQTTConfiguration(url: $0, clientID: "outletd").redactedURL) ?? "(invalid URL)" }),

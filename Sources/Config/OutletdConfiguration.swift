@@ -76,6 +76,18 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var migrateOnStart = true
         /// Upper bound of the reconnect backoff, seconds.
         public var reconnectDelayMaxSeconds = 30.0
+        /// When the spool lets go of what the writer stored (``Durability``).
+        public var durability = Durability.local
+
+        /// When the spool lets go of stored readings (docs/HIGH-AVAILABILITY.md).
+        public enum Durability: String, Sendable, Equatable, CaseIterable {
+            /// Once the primary committed them: a failover to an asynchronous standby that lacked the last
+            /// commits loses them.
+            case local
+            /// Once a standby has their commit (its `flush_lsn` in `pg_stat_replication` covers it): after a
+            /// failover the writer replays from the spool what the new primary lacks.
+            case replicated
+        }
 
         /// The URI schemes libpq accepts.
         public static let supportedSchemes = ["postgresql", "postgres"]

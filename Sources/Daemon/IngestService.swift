@@ -136,13 +136,15 @@ public final class IngestService: Service, Sendable {
         let subscriptions = subscriptions(registeredFullTopics: registeredFullTopics)
         var spoolSettings = configuration.spool.settings
         spoolSettings.owner = configuration.instanceID
+        spoolSettings.keepUntilReleased = configuration.database.durability == .replicated
         let spool = try await Blocking.run("outletd-spool-open") { [spoolSettings] in
             try Spool.open(spoolSettings, logger: logger)
         }
         metrics.observeBacklog {
             let status = spool.status()
             return .init(
-                bytes: status.bytes, records: status.recordsPending, oldestReceivedAt: status.oldestPendingReceivedAt)
+                bytes: status.bytes, records: status.recordsPending, oldestReceivedAt: status.oldestPendingReceivedAt,
+                unconfirmedBytes: status.unconfirmedBytes)
         }
 
         let registry = DeviceRegistry()

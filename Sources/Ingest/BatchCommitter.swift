@@ -49,6 +49,9 @@ final class BatchCommitter: Sendable {
         var answer: Answer?
         /// A write gave up: the shutdown deadline passed before the database took it.
         var gaveUp = false
+        /// The database lacks commits the spool still holds (a failover): the loop reloads the checkpoint and
+        /// reads again from there (``takeReposition()``).
+        var reposition = false
         var closed = false
         var finished = false
     }
@@ -102,6 +105,16 @@ final class BatchCommitter: Sendable {
         state.wait(until: nil, for: { !$0.busy }) { state, _ in !state.gaveUp }
     }
 
+    /// Whether the database was found lacking commits the spool holds since the last call (a failover to a standby
+    /// that had not received them, with `database.durability: replicated`). The batch in flight was not written;
+    /// the loop drops what it holds, reloads the checkpoint and reads the spool again from it.
+    func takeReposition() -> Bool {
+        state.update { state in
+            defer { state.reposition = false }
+            return state.reposition
+        }
+    }
+
     /// Waits for the batch in flight, then ends the thread, which closes the connection.
     func close() {
         state.update { $0.closed = true }
@@ -139,30 +152,50 @@ final class BatchCommitter: Sendable {
 
     private func run() {
         var connection: PostgresConnection?
+        var replication = ReplicationTracker()
         defer { connection?.close() }
         while true {
-            let request = state.wait(until: nil, for: { $0.request != nil || $0.closed }) { state, _ in
+            // With `durability: replicated`, a look at the standbys every second while no batch comes.
+            let deadline = settings.replicated ? Date().addingTimeInterval(1) : nil
+            let (request, closed) = state.wait(until: deadline, for: { $0.request != nil || $0.closed }) {
+                state, _ in
                 defer { state.request = nil }
-                return state.request
+                return (state.request, state.closed)
             }
-            guard let request else { break }
+            guard let request else {
+                if closed { break }
+                if let current = connection { followStandbys(current, &connection, &replication) }
+                continue
+            }
             switch request {
             case .write(let job):
                 heartbeat.beat()
-                let written = write(job, &connection)
-                if written {
+                let outcome = write(job, &connection, &replication)
+                if outcome == .committed {
                     spool.commit(through: job.end, records: job.records)
                     metrics.batchLatencies(receivedAt: job.receivedAt, committedAt: Date())
+                    if settings.replicated, let current = connection {
+                        followStandbys(current, &connection, &replication, committed: job.end)
+                    }
                     heartbeat.beat()
                 }
                 state.update { state in
                     state.busy = false
-                    if !written { state.gaveUp = true }
+                    if outcome == .gaveUp { state.gaveUp = true }
+                    if outcome == .reposition { state.reposition = true }
                 }
             case .loadCheckpoint:
                 let result = Result<SpoolCheckpoint?, any Error> {
                     do {
-                        return try BatchStore.loadCheckpoint(of: settings.instanceID, try connect(&connection))
+                        let current = try connect(&connection)
+                        let checkpoint = try BatchStore.loadCheckpoint(of: settings.instanceID, current)
+                        if settings.replicated {
+                            // What the spool holds before the checkpoint goes once a standby has today's WAL.
+                            let ours = checkpoint.flatMap { $0.spoolID == spool.identity ? $0.position : nil }
+                            let status = try ReplicationStatus.read(current)
+                            replication.restart(committedBefore: ours, lsn: status.currentLSN)
+                        }
+                        return checkpoint
                     } catch {
                         dropIfBroken(&connection, after: error)
                         throw error
@@ -215,14 +248,76 @@ final class BatchCommitter: Sendable {
         return stored.spoolID == spool.identity && stored.position >= end
     }
 
+    /// With `durability: replicated`: after a batch ending at `committed` (nil: none) was committed, or every
+    /// second while idle, reads where the standbys are, lets the spool release what one has, and tells the
+    /// metrics (and the log, when it changes) whether one keeps up. A broken connection is dropped: the next write
+    /// reconnects and checks what the server has.
+    private func followStandbys(
+        _ current: PostgresConnection, _ connection: inout PostgresConnection?, _ replication: inout ReplicationTracker,
+        committed end: SpoolPosition? = nil
+    ) {
+        do {
+            let status = try ReplicationStatus.read(current)
+            if let end { replication.committed(through: end, before: status.currentLSN) }
+            if let position = replication.confirmed(byFlushLSN: status.standbyFlushLSN) {
+                spool.release(through: position)
+            }
+            let gauges = ReplicationTracker.gauges(status)
+            let previous = metrics.snapshot().replication
+            if gauges.problem != previous?.problem {
+                if let problem = gauges.problem {
+                    logger.warning("\(problem)", metadata: ["standbys": "\(status.standbys)"])
+                } else if previous != nil {
+                    logger.notice("a standby has the readings again", metadata: ["standbys": "\(status.standbys)"])
+                }
+            }
+            metrics.setReplication(gauges)
+        } catch {
+            // Not a batch's failure: what was committed stays in the spool until a later look confirms it.
+            logger.warning("cannot read the standbys' positions", metadata: ["error": "\(error)"])
+            dropIfBroken(&connection, after: error)
+        }
+    }
+
+    /// With `durability: replicated`, on a new connection: whether the server lacks commits this instance made (its
+    /// checkpoint is behind the spool's committed position): after a failover to a standby that had not received
+    /// them. The spool still holds them; the loop reads them again.
+    private func lacksCommits(_ connection: PostgresConnection) throws -> Bool {
+        let stored = try BatchStore.loadCheckpoint(of: settings.instanceID, connection)
+        let committed = spool.committedPosition
+        guard let stored, stored.spoolID == spool.identity else {
+            // No checkpoint of this spool there: lacking only if something of this spool was committed.
+            return committed > spool.oldestPosition
+        }
+        guard stored.position < committed else { return false }
+        logger.warning(
+            """
+            the database lacks batches this instance committed (a failover to a standby that had not received \
+            them); writing them again from the spool
+            """,
+            metadata: ["database_checkpoint": "\(stored.position)", "spool_committed": "\(committed)"])
+        return true
+    }
+
+    /// What became of a batch handed to ``write(_:_:_:)``.
+    private enum Outcome: Equatable {
+        case committed
+        /// The shutdown deadline passed first.
+        case gaveUp
+        /// The database lacks earlier batches (``lacksCommits(_:)``): this one was not written.
+        case reposition
+    }
+
     /// Writes the batch and its spool position in one transaction, retrying until it is committed.
-    /// Returns false only when shutting down and the flush timeout passed.
+    /// Gives up only when shutting down and the flush timeout passed.
     ///
     /// A connection lost while the transaction ran leaves its outcome unknown: the `COMMIT` may have
     /// reached the server and its answer been lost. Before writing the batch again it then reads the
     /// checkpoint the transaction would have stored, and a batch found committed is not written twice
     /// (rejection counts, stored rejections and pending codes are not idempotent).
-    private func write(_ job: Job, _ connection: inout PostgresConnection?) -> Bool {
+    private func write(_ job: Job, _ connection: inout PostgresConnection?, _ replication: inout ReplicationTracker)
+        -> Outcome
+    {
         let batch = job.batch
         let checkpoint = SpoolCheckpoint(spoolID: spool.identity, position: job.end)
         var backoff = Backoff(initial: 0.2, maximum: settings.reconnectDelayMax)
@@ -230,7 +325,12 @@ final class BatchCommitter: Sendable {
         let firstAttempt = ContinuousClock.now
         while true {
             do {
+                let fresh = connection == nil
                 let current = try connect(&connection)
+                if fresh, settings.replicated, try lacksCommits(current) {
+                    replication = ReplicationTracker()
+                    return .reposition
+                }
                 if outcomeUnknown {
                     if try isCommitted(through: job.end, current) {
                         // What the lost answer would have said is gone; the samples count as stored.
@@ -240,7 +340,7 @@ final class BatchCommitter: Sendable {
                         logger.notice(
                             "the batch was committed before the database connection broke; not writing it again",
                             metadata: ["messages": "\(batch.messageCount)", "checkpoint": "\(job.end)"])
-                        return true
+                        return .committed
                     }
                     outcomeUnknown = false
                 }
@@ -258,7 +358,7 @@ final class BatchCommitter: Sendable {
                 if backoff.attempts > 0 {
                     logger.info("database write recovered", metadata: ["attempts": "\(backoff.attempts)"])
                 }
-                return true
+                return .committed
             } catch {
                 metrics.databaseError()
                 let connectionProblem = (error as? PostgresError)?.isConnectionError ?? false
@@ -270,7 +370,7 @@ final class BatchCommitter: Sendable {
                         "error": "\(error)", "messages": "\(batch.messageCount)",
                         "retry_in_s": "\(String(format: "%.1f", delay))",
                     ])
-                if shutdown.isPast { return false }
+                if shutdown.isPast { return .gaveUp }
                 heartbeat.sleepBeating(seconds: delay)
             }
         }

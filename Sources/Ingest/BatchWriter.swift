@@ -35,6 +35,9 @@ public final class BatchWriter: Service, Sendable {
         public var payloadExcerptBytes: Int
         /// Names this instance's row of `ingest_checkpoints`.
         public var instanceID: String
+        /// `database.durability: replicated`: the spool keeps a batch's records until a standby has its commit,
+        /// and a new connection's server is checked for commits it lacks.
+        public var replicated = false
 
         /// When batches end (``FlushPolicy``).
         public var flushPolicy: FlushPolicy {
@@ -50,6 +53,7 @@ public final class BatchWriter: Service, Sendable {
             rejectionLogInterval = configuration.rejections.logIntervalSeconds
             maxStoredRejectionsPerBatch = configuration.rejections.maxStoredPerBatch
             payloadExcerptBytes = configuration.rejections.payloadExcerptBytes
+            replicated = configuration.database.durability == .replicated
         }
     }
 
@@ -153,6 +157,12 @@ public final class BatchWriter: Service, Sendable {
             while true {
                 if !committer.isBusy { writer.heartbeat.beat() }
                 writer.shutdown.note()
+                if committer.takeReposition() {
+                    batch = newBatch()
+                    state = FlushPolicy.State()
+                    growing = false
+                    dropBatch()
+                }
                 guard waitForRegistry(), positionSpool() else { return }
                 let holding = state.holdingSince != nil
                 var (room, deadline) = policy.nextRead(state, now: Date())
@@ -209,6 +219,12 @@ public final class BatchWriter: Service, Sendable {
                         growing = true
                     } else {
                         guard committer.waitUntilIdle() else { return }
+                        if committer.takeReposition() {
+                            batch = newBatch()
+                            state = FlushPolicy.State()
+                            dropBatch()
+                            continue
+                        }
                         committer.submit(
                             BatchCommitter.Job(
                                 batch: batch, end: end, records: batchRecords, receivedAt: batchReceivedAt))
@@ -222,6 +238,16 @@ public final class BatchWriter: Service, Sendable {
                 }
                 if drained && batchEnd == nil { return }
             }
+        }
+
+        /// After a failover the database lacks batches the spool holds: drops what the loop read (the batch it
+        /// grows, the classifier's held messages); the next turn reloads the checkpoint and reads from there.
+        mutating func dropBatch() {
+            batchEnd = nil
+            batchRecords = 0
+            batchReceivedAt = []
+            writer.classifier.reset()
+            positioned = false
         }
 
         func newBatch() -> Batch {

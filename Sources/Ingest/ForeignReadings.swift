@@ -53,6 +53,11 @@ public final class ForeignReadings: Sendable {
         self.registry = registry
     }
 
+    /// Forgets everything held, as a restart does (``MessageClassifier/reset()``).
+    func reset() {
+        state.withLock { $0 = State() }
+    }
+
     /// Until when a Shelly Gen1 poll waits for its other half; nil when none does. The batch holding its
     /// first half is not written before then (or before it completes).
     var heldUntil: Date? {

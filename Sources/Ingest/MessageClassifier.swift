@@ -26,6 +26,12 @@ public struct MessageClassifier: Sendable {
         foreign?.release(before: nil, limits: limits) ?? ClassifiedMessage()
     }
 
+    /// Forgets what the foreign protocols hold across messages (open polls and cycles, last statuses), as a restart
+    /// does: the writer reads those messages again from the spool (a failover's replay).
+    public func reset() {
+        foreign?.reset()
+    }
+
     /// The route of a message whose record carries none (written before routes were carried, or a test's).
     public func route(_ topic: String) -> MessageRoute {
         if let match = NativeProtocol.parseTopic(topic, prefix: topicPrefix) {

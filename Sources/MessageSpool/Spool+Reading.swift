@@ -13,7 +13,10 @@ extension Spool {
     // MARK: consumer
 
     /// Sets where reading resumes: just after `checkpoint` if it is of this spool, else at the
-    /// oldest record. Deletes segments before it. Call once, before the first read.
+    /// oldest record; what comes before it counts as committed. Deletes segments before it (with
+    /// ``Settings/keepUntilReleased``, only those released too). Call before the first read, and again when the
+    /// database lost commits the spool still holds (a failover to a standby that lacked them): the cursor then
+    /// moves back and those records are read again.
     public func seek(to checkpoint: SpoolCheckpoint?) throws(SpoolError) {
         try state.update { state throws(SpoolError) in
             let oldest = SpoolPosition(segment: state.segments[0].id, offset: 0)
@@ -43,10 +46,21 @@ extension Spool {
                     upTo: min(start.offset, startSegment.size)
                 ).records
             }
-            state.pendingRecords -= skipped
+            if settings.keepUntilReleased, let checkpoint, checkpoint.spoolID == identity,
+                checkpoint.position < state.released
+            {
+                logger.error(
+                    """
+                    the database lacks records this spool released already (a standby less advanced than the one \
+                    that confirmed them was promoted); they are lost
+                    """,
+                    metadata: ["checkpoint": "\(checkpoint.position)", "released": "\(state.released)"])
+            }
+            state.pendingRecords = state.segments.reduce(0) { $0 + $1.records } - skipped
             state.cursor = start
             state.committed = start
-            deleteSegments(before: start, &state)
+            if !settings.keepUntilReleased { state.released = start }
+            deleteSegments(before: min(state.committed, state.released), &state)
         }
     }
 
@@ -127,13 +141,34 @@ extension Spool {
     }
 
     /// Records up to `position` are committed (with `position` in `ingest_checkpoints`);
-    /// `records` is how many that commit covered. Deletes segments that are now fully committed.
+    /// `records` is how many that commit covered. Deletes segments that are now fully committed (with
+    /// ``Settings/keepUntilReleased``, once released too).
     public func commit(through position: SpoolPosition, records: Int) {
         state.update { state in
             state.committed = max(state.committed, position)
             state.pendingRecords -= records
-            deleteSegments(before: position, &state)
+            if !settings.keepUntilReleased { state.released = state.committed }
+            deleteSegments(before: min(state.committed, state.released), &state)
         }
+    }
+
+    /// With ``Settings/keepUntilReleased``: records up to `position` may go once committed (a standby has their
+    /// commit). Deletes segments that are now wholly committed and released.
+    public func release(through position: SpoolPosition) {
+        state.update { state in
+            state.released = max(state.released, position)
+            deleteSegments(before: min(state.committed, state.released), &state)
+        }
+    }
+
+    /// Everything before this position is committed.
+    public var committedPosition: SpoolPosition {
+        state.withLock { $0.committed }
+    }
+
+    /// The start of the oldest segment.
+    public var oldestPosition: SpoolPosition {
+        state.withLock { SpoolPosition(segment: $0.segments[0].id, offset: 0) }
     }
 
     /// Whether ``stopIntake()`` was called.

@@ -18,7 +18,9 @@ import Telemetry
 ///   stops getting PUBACKs and queues for the session. Nothing is acknowledged that is not stored.
 /// - **Read** (the writer's thread): from a cursor, in order. ``commit(through:records:)`` is
 ///   called after the records' transaction (which stored the same position in
-///   `ingest_checkpoints`) committed; fully committed segments are deleted.
+///   `ingest_checkpoints`) committed; fully committed segments are deleted. With
+///   ``Settings/keepUntilReleased`` they stay until ``release(through:)`` too (a standby has the commit), and
+///   ``seek(to:)`` can move the cursor back to what a new primary lacks after a failover.
 /// - **Open**: every segment is verified; a torn or corrupt tail is cut (and logged). Appending
 ///   always starts a new segment, so a position committed before a crash never points into
 ///   bytes written after it.
@@ -50,10 +52,13 @@ public final class Spool: Sendable {
         /// The `instance_id` that owns the directory (recorded in `spool.instance` at first open); a spool
         /// recorded for another instance is refused. Empty: not checked.
         public var owner: String
+        /// Whether committed records stay until ``Spool/release(through:)`` (`database.durability: replicated`:
+        /// until a standby has their commit) rather than going at ``Spool/commit(through:records:)``.
+        public var keepUntilReleased: Bool
 
         public init(
             directory: String, maxBytes: Int64 = 1 << 30, segmentBytes: Int64 = 64 << 20, fsync: FsyncPolicy = .never,
-            fsyncIntervalMilliseconds: Int = 1_000, owner: String = ""
+            fsyncIntervalMilliseconds: Int = 1_000, owner: String = "", keepUntilReleased: Bool = false
         ) {
             self.directory = directory
             self.maxBytes = maxBytes
@@ -61,6 +66,7 @@ public final class Spool: Sendable {
             self.fsync = fsync
             self.fsyncIntervalMilliseconds = fsyncIntervalMilliseconds
             self.owner = owner
+            self.keepUntilReleased = keepUntilReleased
         }
     }
 
@@ -72,6 +78,8 @@ public final class Spool: Sendable {
         public var recordsPending: Int
         /// Receive time of the oldest record not yet committed.
         public var oldestPendingReceivedAt: Date?
+        /// Bytes of records committed and kept until released (``Settings/keepUntilReleased``; 0 without).
+        public var unconfirmedBytes: Int64 = 0
     }
 
     /// One segment file. The last one of ``segments`` is the one appended to.
@@ -101,6 +109,8 @@ public final class Spool: Sendable {
         var pendingRecords: Int
         /// Everything before this position is committed.
         var committed: SpoolPosition
+        /// Everything before this position may be deleted once committed (``Settings/keepUntilReleased``).
+        var released: SpoolPosition
         /// The producer's file: the last segment.
         var activeFile: SpoolFile
         /// Whether bytes were appended since the last `fsync` (policy `interval`).
@@ -128,9 +138,21 @@ public final class Spool: Sendable {
             }
         }
 
-        /// Whether appending `length` bytes would pass `maxBytes` (never for the first record: it must fit).
+        /// Whether appending `length` bytes would pass `maxBytes` (never for the first record: it must fit). Records
+        /// committed and kept until released count: sealed segments are there only while something in them waits.
         func isFull(adding length: Int64, maxBytes: Int64) -> Bool {
-            !limitLifted && pendingRecords > 0 && totalBytes + length > maxBytes
+            !limitLifted && (pendingRecords > 0 || segments.count > 1) && totalBytes + length > maxBytes
+        }
+
+        /// Bytes of the segments between `from` and `to`.
+        func bytes(from: SpoolPosition, to: SpoolPosition) -> Int64 {
+            guard from < to else { return 0 }
+            return segments.reduce(0) { total, segment in
+                func offset(_ position: SpoolPosition) -> Int64 {
+                    position.segment < segment.id ? 0 : position.segment == segment.id ? position.offset : segment.size
+                }
+                return total + max(0, min(offset(to), segment.size) - offset(from))
+            }
         }
     }
 
@@ -203,8 +225,8 @@ public final class Spool: Sendable {
         state = Guarded(
             State(
                 segments: segments, totalBytes: segments.reduce(0) { $0 + $1.size },
-                pendingRecords: segments.reduce(0) { $0 + $1.records }, committed: start, activeFile: activeFile,
-                cursor: start))
+                pendingRecords: segments.reduce(0) { $0 + $1.records }, committed: start, released: start,
+                activeFile: activeFile, cursor: start))
     }
 
     // MARK: producer
@@ -374,8 +396,10 @@ public final class Spool: Sendable {
 
     /// Bytes, pending records and the age of the oldest; cheap enough for every metrics snapshot.
     public func status() -> Status {
-        let (bytes, pending, oldest) = state.withLock { state -> (Int64, Int, SpoolPosition?) in
-            guard state.pendingRecords > 0 else { return (state.totalBytes, 0, nil) }
+        let keep = settings.keepUntilReleased
+        let (bytes, unconfirmed, pending, oldest) = state.withLock { state -> (Int64, Int64, Int, SpoolPosition?) in
+            let unconfirmed = keep ? state.bytes(from: state.released, to: state.committed) : 0
+            guard state.pendingRecords > 0 else { return (state.totalBytes, unconfirmed, 0, nil) }
             var position = state.committed
             if position.segment < state.segments[0].id {
                 position = SpoolPosition(segment: state.segments[0].id, offset: 0)
@@ -385,9 +409,10 @@ public final class Spool: Sendable {
             {
                 position = SpoolPosition(segment: state.segments[index + 1].id, offset: 0)
             }
-            return (state.totalBytes, state.pendingRecords, position)
+            return (state.totalBytes, unconfirmed, state.pendingRecords, position)
         }
-        var status = Status(bytes: bytes, recordsPending: max(0, pending), oldestPendingReceivedAt: nil)
+        var status = Status(
+            bytes: bytes, recordsPending: max(0, pending), oldestPendingReceivedAt: nil, unconfirmedBytes: unconfirmed)
         if let oldest,
             let file = try? SpoolFile(path: Self.path(oldest.segment, in: settings.directory), flags: O_RDONLY),
             let header = try? file.read(count: SpoolFraming.headerBytes + 8, at: oldest.offset)

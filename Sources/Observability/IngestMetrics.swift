@@ -38,6 +38,10 @@ public final class IngestMetrics: Sendable {
         public var spoolRecordsPending: Int = 0
         /// How long the oldest of them has waited, seconds (0 when none).
         public var spoolOldestRecordAgeSeconds: Double = 0
+        /// Bytes of records committed and kept until a standby has them (`database.durability: replicated`).
+        public var spoolUnconfirmedBytes: Int64 = 0
+        /// With `database.durability: replicated`, what the writer last saw of the standbys (nil otherwise).
+        public var replication: ReplicationGauges?
         /// Commands published to outlets (the command relay).
         public var commandsPublished: UInt64 = 0
         /// Results published on `set/result`, by result (accepted, sent, confirmed, timed_out, …).
@@ -53,11 +57,29 @@ public final class IngestMetrics: Sendable {
         public var bytes: Int64
         public var records: Int
         public var oldestReceivedAt: Date?
+        public var unconfirmedBytes: Int64
 
-        public init(bytes: Int64, records: Int, oldestReceivedAt: Date?) {
+        public init(bytes: Int64, records: Int, oldestReceivedAt: Date?, unconfirmedBytes: Int64 = 0) {
             self.bytes = bytes
             self.records = records
             self.oldestReceivedAt = oldestReceivedAt
+            self.unconfirmedBytes = unconfirmedBytes
+        }
+    }
+
+    /// The standbys as the writer saw them (`database.durability: replicated`).
+    public struct ReplicationGauges: Sendable, Equatable {
+        /// Physical standbys connected to the primary.
+        public var standbys: Int
+        /// WAL bytes the most advanced standby has not flushed; nil when none reports a position.
+        public var lagBytes: UInt64?
+        /// Why readings stay in the spool, for `/readyz` and the log (nil while a standby keeps up).
+        public var problem: String?
+
+        public init(standbys: Int, lagBytes: UInt64?, problem: String?) {
+            self.standbys = standbys
+            self.lagBytes = lagBytes
+            self.problem = problem
         }
     }
 
@@ -117,6 +139,7 @@ public final class IngestMetrics: Sendable {
             snapshot.spoolRecordsPending = gauges.records
             snapshot.spoolOldestRecordAgeSeconds =
                 gauges.oldestReceivedAt.map { max(0, Date().timeIntervalSince($0)) } ?? 0
+            snapshot.spoolUnconfirmedBytes = gauges.unconfirmedBytes
         }
         return snapshot
     }
@@ -144,6 +167,19 @@ public final class IngestMetrics: Sendable {
         exported.spoolRecordsPending.record(now.spoolRecordsPending)
         exported.spoolBytes.record(now.spoolBytes)
         exported.spoolOldestRecordAge.record(now.spoolOldestRecordAgeSeconds)
+        if let replication = now.replication {
+            // Registered at the first report: an instance with `durability: local` shows none of them.
+            exported.gauge("outletd_spool_unconfirmed_bytes", Exported.unconfirmedHelp).record(
+                now.spoolUnconfirmedBytes)
+            exported.gauge("outletd_replication_standbys", Exported.standbysHelp).record(replication.standbys)
+            exported.gauge("outletd_replication_lag_bytes", Exported.lagHelp).record(
+                replication.lagBytes.map(Double.init) ?? .nan)
+        }
+    }
+
+    /// What the writer saw of the standbys (`database.durability: replicated`).
+    public func setReplication(_ replication: ReplicationGauges) {
+        count { $0.replication = replication }
     }
 
     /// Where the spool gauges come from.
@@ -260,6 +296,17 @@ extension IngestMetrics {
         let spoolOldestRecordAge: Recorder
 
         static let commandResultsHelp = "Command results published on set/result, by result."
+        static let unconfirmedHelp =
+            "Bytes of spool records committed and kept until a standby has them (database.durability: replicated)."
+        static let standbysHelp = "Physical standbys connected to the primary, as the writer last saw them."
+        static let lagHelp =
+            "WAL bytes the most advanced standby has not flushed (NaN when no standby reports a position)."
+
+        /// A gauge without labels (the registry returns the same one for the same name).
+        func gauge(_ name: String, _ help: String) -> Recorder {
+            let handler = registry.makeGauge(descriptor: .named(name, help: help), labels: [])
+            return Recorder(label: name, dimensions: [], aggregate: false, handler: handler, factory: factory)
+        }
 
         init(registry: PrometheusCollectorRegistry, factory: PrometheusMetricsFactory) {
             self.registry = registry

@@ -1,8 +1,9 @@
 /// Whether an instance should receive traffic (`/readyz`): connected to the broker and the
 /// database, and not too far behind. Pure, so it is tested with a table.
 public struct Readiness: Sendable, Equatable {
-    public var isReady: Bool { reasons.isEmpty }
-    /// Why not, in words for an operator (empty when ready).
+    public var isReady: Bool
+    /// Why not, in words for an operator; also what an operator should know while it is ready (no standby has
+    /// the readings yet, with `database.durability: replicated`: ingest goes on into the spool).
     public var reasons: [String]
 
     public static func evaluate(_ snapshot: IngestMetrics.Snapshot, maxBacklogMessages: Int) -> Readiness {
@@ -12,7 +13,9 @@ public struct Readiness: Sendable, Equatable {
         if snapshot.spoolRecordsPending > maxBacklogMessages {
             reasons.append("backlog of \(snapshot.spoolRecordsPending) messages is over \(maxBacklogMessages)")
         }
-        return Readiness(reasons: reasons)
+        let ready = reasons.isEmpty
+        if let problem = snapshot.replication?.problem { reasons.append(problem) }
+        return Readiness(isReady: ready, reasons: reasons)
     }
 
     /// `{"ready":false,"reasons":["broker disconnected"]}`.
