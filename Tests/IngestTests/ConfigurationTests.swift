@@ -112,6 +112,9 @@ import Testing
             expected: "environment OUTLETD_SPOOL_MAX_BYTES: spool.max_bytes: -5 is out of range"),
         BadCase(yaml: "spool:\n  fsync: sometimes\n", expected: "spool.fsync: expected one of never, interval, always"),
         BadCase(
+            yaml: "", environment: ["OUTLETD_DATABASE_DURABILITY": "synchronous"],
+            expected: "database.durability: expected one of local, replicated, got \"synchronous\""),
+        BadCase(
             yaml: "spool:\n  max_bytes: 1000000\n  segment_bytes: 1000000\n",
             expected: "spool.max_bytes: must be at least twice spool.segment_bytes"),
     ])
@@ -125,6 +128,12 @@ import Testing
         } catch {
             #expect(error.description.contains(bad.expected), "\(error.description)")
         }
+    }
+
+    @Test func durabilityIsLocalUnlessSetToReplicated() throws {
+        #expect(try loader.load(file: nil, environment: [:]).database.durability == .local)
+        let replicated = try loader.load(file: nil, environment: ["OUTLETD_DATABASE_DURABILITY": "Replicated"])
+        #expect(replicated.database.durability == .replicated)
     }
 
     @Test func collectsEveryProblemNotJustTheFirst() throws {
