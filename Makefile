@@ -37,9 +37,11 @@ chaos: deps
 chaos-short: deps
 	scripts/chaos --short
 
-## make bench: outletd, mosquitto_sub (B), one COPY (D) and two Python ingesters drain the same QoS 1
-## backlog (READINGS=1000000; B, outletd and D in ROUNDS=3 rounds, medians reported), durable; then live
-## latency at H/2 (docs/PERFORMANCE.md; about 8 min, longer with the one-INSERT peer: NAIVE_READINGS=100000).
+## make bench: the broker's delivery ceiling (B: broker-ceiling, outletd's MQTT layer storing nothing), outletd,
+## one COPY (D) and two Python ingesters drain the same QoS 1 backlog (READINGS=1000000; B, outletd and D in
+## ROUNDS=3 rounds, medians reported), durable: outletd against H = 1/(1/B + 1/D) and min(B, D), CPU per million
+## readings of the whole pipeline beside the floor (B's broker and client, D's COPY); then live latency at H/2
+## (docs/PERFORMANCE.md; about 8 min, longer with the one-INSERT peer: NAIVE_READINGS=100000).
 ## make bench-soak: RSS over SOAK_SECONDS=600 at SOAK_RATE=1000/s.
 bench: deps
 	Benchmarks/throughput.sh

@@ -280,9 +280,9 @@ ratio() { calc "round($1 / $2, 2)"; }
 # the rounds (the totals: the median of the rounds' totals).
 cpu_block() {
     local pipeline floor
-    cpu_row() { printf '%-48s %12s %10s %10s   %s\n' "$1" "$2" "$3" "$(calc "round($2 - $3, 2)")" "${4:-}"; }
+    cpu_row() { printf '%-48s %12s %10s %12s   %s\n' "$1" "$2" "$3" "$(calc "round($2 - $3, 2)")" "${4:-}"; }
     pipeline=$(median "${rounds_pipeline[@]}") floor=$(median "${rounds_floor[@]}")
-    printf '%-48s %12s %10s %10s\n' "CPU-seconds per million readings" pipeline floor difference
+    printf '%-48s %12s %10s %12s\n' "CPU-seconds per million readings" pipeline floor difference
     cpu_row "outletd | broker-ceiling in B" "$cpu_per_million" "$(median "${rounds_b_client[@]}")"
     cpu_row "mosquitto: outletd's drain | B" "$(median "${rounds_o_broker[@]}")" "$(median "${rounds_b_broker[@]}")"
     cpu_row "PostgreSQL: outletd's drain | D's one COPY" "$(median "${rounds_o_pg[@]}")" "$(median "${rounds_d_pg[@]}")"
