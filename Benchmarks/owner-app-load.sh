@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# The owners' app under load while ingest runs (docs/OWNER-APP-LOAD.md): a stage of `make bench`, or on its own.
+#
+#   Benchmarks/owner-app-load.sh        about 4 minutes after the release build and the data (OWNERS=6000)
+#
+# OWNERS owners, each with 3 outlets and a session (made by SQL as the login makes it: bcrypt is slow on purpose),
+# poll the screen they have open as the page does: half the outlet list, half one outlet's detail, every 3 s; one
+# poll in 20 of a detail is that outlet's chart (`/hourly`). The outlets priced on a three-band tariff, and the
+# viewed one has hourly rollups from the start of the month (what month-to-date and standby read). Meanwhile
+# `outletd simulate` publishes INGEST_RATE readings/s from all the outlets, and outletd stores them.
+# A level of R requests/s is R × 3 owners polling every 3 s (above OWNERS / 3, the owners poll more often), sent
+# open loop at that fixed rate by Benchmarks/OwnerAppLoad/loadgen.c over CONNECTIONS keep-alive connections; a
+# request's latency runs from when it was due. Levels double from START_RATE until one fails (p99 of the mix ≥
+# 100 ms, or an error, or under 98 % answered), then two bisections; the capacity is the highest level passed.
+# CPU per request: that of the app's PostgreSQL backends (application_name outletd-app-*) over the requests
+# answered, and the cores outletd used in all (ingest included: on the same threads, it cannot be told apart). So
+# outletd's own share is measured once more with ingest stopped: the mix at the capacity found, outletd's CPU less
+# its idle rate, over the requests answered. Last, the
+# listener's cheapest route (GET /app.css, no database), closed loop on 64 connections: the HTTP ceiling here.
+#
+# Knobs: OWNERS (6000), INGEST_RATE (20000), START_RATE (250), MAX_RATE (8000), LEVELS (a list of rates instead
+# of the search), LEVEL_SECONDS (15), BASE_SECONDS (10), CONNECTIONS (256), CONFIG (release), BENCH_DAEMON (another
+# outletd binary to serve the app and ingest, e.g. an older build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+owners=${OWNERS:-6000}
+ingest_rate=${INGEST_RATE:-20000}
+start_rate=${START_RATE:-250}
+max_rate=${MAX_RATE:-8000}
+level_seconds=${LEVEL_SECONDS:-15}
+base_seconds=${BASE_SECONDS:-10}
+connections=${CONNECTIONS:-256}
+config=${CONFIG:-release}
+per_owner=3
+outlets=$(( owners * per_owner ))
+started=$(date +%s)
+
+swift build -c "$config" --product outletd >/dev/null
+bin=$(swift build -c "$config" --show-bin-path)
+daemon=${BENCH_DAEMON:-$bin/outletd}
+loadgen=.build/owner-app-loadgen
+cc -O2 -Wall -o "$loadgen" Benchmarks/OwnerAppLoad/loadgen.c
+
+export STACK_PG_DURABLE=1
+# shellcheck source=Benchmarks/stack.sh
+. Benchmarks/stack.sh
+bench_outletd_stack owner-app "$outlets"
+require_durable
+app_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+export OUTLETD_APP_LISTEN=127.0.0.1:$app_port OUTLETD_INSTANCE_ID=bench
+
+echo "== owners' app: $owners owners × $per_owner outlets, sessions, a tariff, hourly rollups since the month began" >&2
+t0=$(now)
+width=$(( ${#outlets} > 4 ? ${#outlets} : 4 ))
+month=$(date -u +%Y-%m)
+cat >"$dir/branca.yaml" <<YAML
+currency: BRL
+time_zone: America/Fortaleza
+valid_from: $month-01
+price_per_kwh: 0.62
+bands:
+  - {name: ponta, days: [mon, tue, wed, thu, fri], from: "18:00", to: "21:00", price_per_kwh: 1.38}
+  - {name: intermediario, days: [mon, tue, wed, thu, fri], from: "17:00", to: "18:00", price_per_kwh: 0.89}
+  - {name: intermediario, days: [mon, tue, wed, thu, fri], from: "21:00", to: "22:00", price_per_kwh: 0.89}
+monthly_adders_per_kwh: {"$month": 0.01885}
+YAML
+"$bin/outletd" tariff set branca --file "$dir/branca.yaml" >/dev/null
+"$bin/outletd" tariff assign branca --default >/dev/null
+sql "INSERT INTO app_users (name, password_hash)
+     SELECT 'owner-' || i, '\$2b\$12\$not.a.password.hash.for.the.load.benchmark.only....'
+     FROM generate_series(1, $owners) i ORDER BY i"
+sql "INSERT INTO app_sessions (user_id, token_hash, expires_at)
+     SELECT u.id, sha256(convert_to('bench-session-' || u.id, 'UTF8')), now() + interval '1 day' FROM app_users u"
+sql "UPDATE devices d SET owner_id = u.id, name = 'outlet ' || d.code, claimed_at = now()
+     FROM app_users u, generate_series(1, $per_owner) k
+     WHERE d.code = 'sim-' || lpad(($per_owner * (substr(u.name, 7)::int - 1) + k)::text, $width, '0')"
+# The viewed outlet (each owner's first): an hour's rollup for every hour of the month so far, 60 W at the least.
+sql "INSERT INTO power_rollups_hourly_stored (device_id, bucket_start, sample_count, power_sum_watts,
+         power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
+         last_power_watts, last_at)
+     SELECT d.id, h, 360, 36000, 360000, 3600, 60, 140, h, 100, 100, h
+     FROM app_users u
+     JOIN devices d ON d.code = 'sim-' || lpad(($per_owner * (substr(u.name, 7)::int - 1) + 1)::text, $width, '0'),
+          generate_series(date_trunc('month', now()), date_trunc('hour', now()) - interval '1 hour',
+                          interval '1 hour') h"
+sql "VACUUM ANALYZE"
+owned=$(sql "SELECT count(*) FROM devices WHERE owner_id IS NOT NULL")
+[ "$owned" = "$outlets" ] || { echo "owner-app-load: $owned outlets owned, expected $outlets" >&2; exit 1; }
+hours=$(sql "SELECT count(*) FROM power_rollups_hourly_stored")
+echo "   $hours hourly rows, in $(calc "round($(now) - $t0)") s" >&2
+
+# The mix, in the order the owners' polls come: owner i (1…) looks at the list when i is odd, else at its first
+# outlet's detail; every 20th round a detail owner loads the chart instead. `targets RATE` writes 20 rounds of
+# the first min(3 × RATE, OWNERS) owners.
+targets() {
+    python3 - "$1" "$owners" "$per_owner" "$width" >"$dir/targets" <<'PY'
+import sys
+rate, owners, per_owner, width = (int(a) for a in sys.argv[1:])
+active = min(3 * rate, owners)
+for round_ in range(20):
+    for i in range(1, active + 1):
+        token = f"bench-session-{i}"
+        code = "sim-" + str(per_owner * (i - 1) + 1).zfill(width)
+        if i % 2:
+            print(f"list\t/api/v1/outlets\t{token}")
+        elif round_ == i % 20:
+            print(f"hourly\t/api/v1/outlets/{code}/hourly\t{token}")
+        else:
+            print(f"detail\t/api/v1/outlets/{code}\t{token}")
+PY
+}
+
+start_outletd
+wait_subscribed
+for _ in $(seq 1 100); do curl -sf -o /dev/null "127.0.0.1:$app_port/app.css" && break; sleep 0.1; done
+"$bin/outletd" simulate --outlets "$outlets" --interval "$(calc "$outlets / $ingest_rate")" --count 0 \
+    >"$dir/simulate.log" 2>&1 &
+simulator_pid=$!
+pids+=("$simulator_pid")
+sleep 5
+
+# app_backends: the PIDs of the app's PostgreSQL connections.
+app_backends() { sql "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'outletd-app-%'"; }
+ticks_of() { local sum=0 t; for pid in "$@"; do t=$(cpu_ticks "$pid" 2>/dev/null) && sum=$(( sum + t )); done; echo "$sum"; }
+hz=$(getconf CLK_TCK)
+
+echo "== ingest alone at $ingest_rate readings/s for $base_seconds s (outletd's CPU without the app)" >&2
+o0=$(cpu_ticks "$outletd_pid") i0=$(inserted) t0=$(now)
+sleep "$base_seconds"
+base_seconds_measured=$(calc "$(now) - $t0")
+base_cpu_rate=$(calc "($(cpu_ticks "$outletd_pid") - $o0) / $hz / $base_seconds_measured")
+base_stored=$(calc "round(($(inserted) - $i0) / $base_seconds_measured)")
+echo "   stored $base_stored readings/s; outletd $(calc "round($base_cpu_rate, 2)") cores" >&2
+
+# level RATE: one level of the mix. Appends its row to `rows` and sets `passed` (0/1).
+rows=() idle_cpu_rate=
+level() {
+    local rate=$1 o0 p0 t0 i0 elapsed out backends served p99 errors answered cpu_o cpu_p cores_o stored
+    targets "$rate"
+    mapfile -t backends < <(app_backends)
+    o0=$(cpu_ticks "$outletd_pid") p0=$(ticks_of "${backends[@]}") i0=$(inserted) t0=$(now)
+    out=$("$loadgen" 127.0.0.1 "$app_port" "$rate" "$level_seconds" "$connections" "$dir/targets")
+    elapsed=$(calc "$(now) - $t0")
+    local readings
+    readings=$(( $(inserted) - i0 ))
+    local outletd_seconds
+    outletd_seconds=$(calc "($(cpu_ticks "$outletd_pid") - $o0) / $hz")
+    cores_o=$(calc "round($outletd_seconds / $elapsed, 2)")
+    cpu_p=$(calc "($(ticks_of "${backends[@]}") - $p0) / $hz")
+    stored=$(calc "round($readings / $elapsed)")
+    read -r _ _ _ answered _ errors _ _ _ p99 _ _ < <(grep '^total' <<<"$out")
+    read -r _ _ _ answered _ seconds _ < <(grep '^sent' <<<"$out")
+    local gen_cpu route_cols="" r
+    gen_cpu=$(awk '/^cpu_s/ {print $2}' <<<"$out")
+    for r in list detail hourly; do
+        route_cols+=$(awk -v r="$r" '$1 == "route" && $2 == r {printf "%7s/%-7s", $8, $10}' <<<"$out")
+        [ -n "$(awk -v r="$r" '$1 == "route" && $2 == r' <<<"$out")" ] || route_cols+=$(printf '%15s' -)
+    done
+    errors=$(awk '/^total/ {print $6}' <<<"$out")
+    cpu_o=-
+    [ -z "$idle_cpu_rate" ] \
+        || cpu_o=$(calc "round(($outletd_seconds - $idle_cpu_rate * $elapsed) / max($answered, 1) * 1000, 3)")
+    served=$(calc "round($answered / $seconds)")
+    passed=$(calc "int($p99 < 100 and $errors == 0 and $answered >= 0.98 * $rate * $level_seconds)")
+    rows+=("$(printf '%6s %7s %s %8s %10s %8s %7s %7s %8s  %s' "$rate" "$served" "$route_cols" "$p99" \
+        "$cpu_o" "$(calc "round($cpu_p / $answered * 1000, 3)")" \
+        "$cores_o" "$(calc "round($gen_cpu / $seconds, 2)")" "$stored" \
+        "$([ "$passed" = 1 ] && echo pass || echo FAIL)")")
+    echo "   ${rows[-1]}" >&2
+    [ "$errors" = 0 ] || [ "$rate" != "$first_rate" ] \
+        || { echo "owner-app-load: $errors errors at the first level" >&2; grep . <<<"$out" >&2; exit 1; }
+}
+
+capacity=0
+if [ -n "${LEVELS:-}" ]; then
+    read -ra levels <<<"$LEVELS"
+    first_rate=${levels[0]}
+    for rate in "${levels[@]}"; do
+        echo "== the mix at $rate requests/s for $level_seconds s" >&2
+        level "$rate"
+        [ "$passed" = 1 ] && (( rate > capacity )) && capacity=$rate
+    done
+else
+    first_rate=$start_rate rate=$start_rate failed=0
+    while (( rate <= max_rate )); do
+        echo "== the mix at $rate requests/s for $level_seconds s" >&2
+        level "$rate"
+        if [ "$passed" = 1 ]; then capacity=$rate; rate=$(( rate * 2 )); else failed=$rate; break; fi
+    done
+    if (( failed > 0 )); then
+        for _ in 1 2; do
+            rate=$(( (capacity + failed) / 2 ))
+            (( rate > capacity && rate < failed )) || break
+            echo "== the mix at $rate requests/s for $level_seconds s" >&2
+            level "$rate"
+            if [ "$passed" = 1 ]; then capacity=$rate; else failed=$rate; fi
+        done
+    fi
+fi
+
+kill -TERM "$simulator_pid"
+wait "$simulator_pid" || true
+sleep 3
+o0=$(cpu_ticks "$outletd_pid") t0=$(now)
+sleep 5
+idle_cpu_rate=$(calc "($(cpu_ticks "$outletd_pid") - $o0) / $hz / ($(now) - $t0)")
+quiet_rate=$(( capacity > 0 ? capacity : first_rate ))
+echo "== ingest stopped: the mix at $quiet_rate requests/s for $level_seconds s (outletd's CPU per request)" >&2
+rows_with_ingest=("${rows[@]}")
+level "$quiet_rate"
+quiet_row=${rows[-1]}
+rows=("${rows_with_ingest[@]}")
+
+echo "== the cheapest route: GET /app.css, closed loop, 64 connections, 10 s" >&2
+printf 'static\t/app.css\t-\n' >"$dir/static-targets"
+ceiling=$("$loadgen" 127.0.0.1 "$app_port" 0 10 64 "$dir/static-targets")
+read -r _ _ _ ceiling_count _ _ _ ceiling_p50 _ ceiling_p99 _ _ < <(grep '^total' <<<"$ceiling")
+read -r _ _ _ _ _ ceiling_seconds _ < <(grep '^sent' <<<"$ceiling")
+ceiling_cpu=$(awk '/^cpu_s/ {print $2}' <<<"$ceiling")
+
+stop_outletd
+
+echo
+echo "owners' app under load: $owners owners × $per_owner outlets, ingest at $ingest_rate readings/s, open loop on" \
+     "$connections connections, $level_seconds s a level"
+echo "(latencies: ms from when each request was due; outletd ms (ingest stopped only), PG ms: CPU ms per request" \
+     "answered of outletd and of its app's PostgreSQL backends; outletd, loadgen: cores used in all. Ingest alone: outletd" \
+     "$(calc "round($base_cpu_rate, 2)") cores, stored $base_stored readings/s)"
+printf '%6s %7s %15s%15s%15s %8s %10s %8s %7s %7s %8s  %s\n' "asked" "served" "list p50/p99" "detail p50/p99" \
+    "hourly p50/p99" "all p99" "outletd ms" "PG ms" "outletd" "loadgen" "stored/s" ""
+printf '%s\n' "${rows[@]}" | sort -n
+echo "ingest stopped:"
+echo "$quiet_row"
+echo "capacity (the mix, p99 < 100 ms, no errors): $capacity requests/s"
+echo "cheapest route (GET /app.css, closed loop, 64 connections): $(calc "round($ceiling_count / $ceiling_seconds)")" \
+     "requests/s, p50 $ceiling_p50 ms, p99 $ceiling_p99 ms, loadgen $(calc "round($ceiling_cpu / $ceiling_seconds, 2)") cores"
+echo "owner-app-load: $(( $(date +%s) - started )) s"
