@@ -221,11 +221,11 @@ live_run() {
     local stored p50 p99 fired rules_once requested sent hold by_instance sent_by
     stored=$(sql "SELECT round($acknowledged / extract(epoch FROM max(pg_xact_commit_timestamp(xmin))
                                                         - to_timestamp($t0)))
-                  FROM samples WHERE device_id IN (SELECT id FROM devices WHERE code LIKE 'sim-%')")
+                  FROM samples_stored WHERE device_id IN (SELECT id FROM devices WHERE code LIKE 'sim-%')")
     read -r p50 p99 < <(sql "SELECT round(1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY x))::int || ' ' ||
                                     round(1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY x))::int
                              FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(xmin) - measured_at) AS x
-                                   FROM samples WHERE measured_at >= to_timestamp($t0 + $warm)) s")
+                                   FROM samples_stored WHERE measured_at >= to_timestamp($t0 + $warm)) s")
     # Per heater rule: its firings and the commands it requested.
     local rules="SELECT a.id, (SELECT count(*) FROM automation_firings f WHERE f.automation_id = a.id) AS firings,
                         (SELECT count(*) FROM commands c WHERE c.requested_by = 'automation:' || a.id) AS commands

@@ -41,7 +41,7 @@ run() {
     local side=$1 maintain=true run_seconds=$run_seconds
     [ "$side" = without ] && maintain=false
     [ "$side" = warm-up ] && run_seconds=$warm_up_seconds
-    sql "TRUNCATE samples, device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored,
+    sql "TRUNCATE samples_stored, device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored,
                   power_rollups_daily_stored, rollup_tails, ingest_checkpoints;
          UPDATE rollup_settings SET unmaintained_since = NULL; CHECKPOINT"
     rm -rf "$dir/spool"
@@ -61,8 +61,8 @@ run() {
     done
     stored=$(sql "SELECT count(*) FROM samples")
     # Each batch is one transaction: how many the writer made, and their mean size.
-    batches=$(sql "SELECT count(DISTINCT xmin::text) FROM samples")
-    n=$(sql "SELECT count(*) FROM samples
+    batches=$(sql "SELECT count(DISTINCT xmin::text) FROM samples_stored")
+    n=$(sql "SELECT count(*) FROM samples_stored
              WHERE pg_xact_commit_timestamp(xmin) BETWEEN to_timestamp($t0 + $warm) AND to_timestamp($t1)")
     kill -TERM "$pid"
     wait "$pid" 2>/dev/null || true

@@ -13,10 +13,10 @@ sql "SELECT outletd_ensure_sample_partitions(ARRAY[(extract(epoch FROM timestamp
 sql "INSERT INTO samples (device_id, measured_at, received_at, voltage_volts, current_amperes, power_watts, power_factor, energy_wh, seq)
      SELECT d.id, t, t, 229.5, 0.42, 96.4 + (s % 7), 0.97, s * 0.27, s
      FROM devices d, generate_series(0, 8639) s, LATERAL (SELECT timestamptz '$start' + s * interval '10 s' AS t) x"
-sql "VACUUM ANALYZE samples"
+sql "VACUUM ANALYZE samples_stored"
 $bin rollup rebuild --since 3d >/dev/null
 for t in power_rollups_minute_stored power_rollups_hourly_stored power_rollups_daily_stored; do sql "VACUUM ANALYZE $t"; done
-for t in samples power_rollups_minute_stored power_rollups_hourly_stored power_rollups_daily_stored; do
+for t in samples_stored power_rollups_minute_stored power_rollups_hourly_stored power_rollups_daily_stored; do
     sql "SELECT '$t: ' || n || ' rows, ' || pg_size_pretty(b) || ' with indexes and TOAST, ' || round(b::numeric / n) || ' bytes/row'
          FROM (SELECT (SELECT count(*) FROM $t) AS n,
                       (SELECT sum(pg_total_relation_size(oid))::bigint FROM (SELECT inhrelid AS oid FROM pg_inherits WHERE inhparent = '$t'::regclass

@@ -36,7 +36,8 @@
 # Knobs: READINGS (1000000), ROUNDS (3), NAIVE_READINGS (100000), OUTLETS (10000 publishing), REGISTERED
 # (100000 registered), LIVE_SECONDS (20), WARM_SECONDS (3), LIVE_LOW_RATE (10000), DRAIN_TIMEOUT (per drain: 600 s, or READINGS / 5000 s when longer), CONFIG (release),
 # BENCH_DAEMON (another outletd binary to run as the daemon, e.g. an older build; the simulator stays
-# this tree's), SOAK_SECONDS (600), SOAK_RATE (1000). Any outletd setting through its environment.
+# this tree's), SOAK_SECONDS (600), SOAK_RATE (1000), DAY_OUTLETS (100: the rollups' day of the bytes stage,
+# Benchmarks/bytes-per-reading.sh). Any outletd setting through its environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 readings=${READINGS:-1000000}
@@ -73,6 +74,8 @@ fi
 export STACK_PG_DURABLE=1 STACK_MQTT_MAX_QUEUED=$(( readings + 1000 ))
 # shellcheck source=Benchmarks/stack.sh
 . Benchmarks/stack.sh
+# shellcheck source=Benchmarks/bytes-per-reading.sh
+. Benchmarks/bytes-per-reading.sh
 bench_outletd_stack throughput "$outlets"
 sql "INSERT INTO devices (code, name) SELECT 'reg-' || i, 'registered only'
      FROM generate_series(1, greatest($registered - $outlets, 0)) i"
@@ -174,16 +177,20 @@ drain_round() {
     cpu_per_million=$(calc "round($cpu / $(getconf CLK_TCK) / $readings * 1e6, 2)")
     echo "   outletd: $O/s, $cpu_per_million CPU-s per million, peak RSS $rss_kib KiB;" \
          "CPU-s mosquitto $o_broker, PostgreSQL $o_pg" >&2
+    if [ "$round" = 1 ]; then
+        echo "== bytes per reading of the samples outletd stored" >&2
+        bytes_samples=$(samples_bytes)
+    fi
 
     echo "== round $round of $rounds. D: one COPY of outletd's $readings rows into samples" >&2
-    sql "\\copy (SELECT * FROM samples) TO '$dir/rows.copy'"
+    sql "\\copy samples_stored TO '$dir/rows.copy'"
     stop_outletd
     # (Else its session would queue the next round's backlogs.)
     forget_session bench
     empty_tables
     read -ra cpu0 < <(stack_cpu)
     t0=$(now)
-    psql "$db" -X -q -v ON_ERROR_STOP=1 -c "\\copy samples FROM '$dir/rows.copy'"
+    psql "$db" -X -q -v ON_ERROR_STOP=1 -c "\\copy samples_stored FROM '$dir/rows.copy'"
     D=$(calc "round($readings / ($(now) - $t0))")
     read -r _ _ d_pg _ < <(cpu_since "${cpu0[@]}")
     echo "   D = $D/s; CPU-s PostgreSQL $d_pg" >&2
@@ -225,12 +232,12 @@ live() {
     wait_rows "$readings" "$base"
     read -ra cpu < <(cpu_since "${before[@]}")
     seconds=$(sql "SELECT round(extract(epoch FROM max(pg_xact_commit_timestamp(xmin)) - to_timestamp($t0))::numeric, 1)
-                   FROM samples")
+                   FROM samples_stored")
     rate_stored=$(calc "round($readings / $seconds)")
     read -r p50 p99 < <(sql "SELECT round(1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY x))::int || ' ' ||
                                     round(1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY x))::int
                              FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(xmin) - measured_at) AS x
-                                   FROM samples WHERE measured_at >= to_timestamp($t0 + $warm)) s")
+                                   FROM samples_stored WHERE measured_at >= to_timestamp($t0 + $warm)) s")
     stop_outletd
     empty_tables
     result=("$rate_stored" "$p50" "$p99" "$seconds" "${cpu[@]}")
@@ -267,12 +274,15 @@ python_drain() {
     wait "$python_pid" || { tail "$dir/python.log" >&2; echo "bench: the Python ingester failed" >&2; exit 1; }
     drain_rate "$t0" "$count"
     forget_session "$client_id"
-    sql "TRUNCATE samples"
+    sql "TRUNCATE samples_stored"
 }
 echo "== python, batched COPY, drains a backlog of $readings" >&2
 PB=$(python_drain "$readings" --batched)
 echo "== python, one INSERT per message, drains a backlog of $naive_readings" >&2
 P1=$(python_drain "$naive_readings")
+
+echo "== bytes per outlet-day of the rollups (one day of ${DAY_OUTLETS:-100} outlets, every 10 s)" >&2
+bytes_rollups=$(rollup_day_bytes)
 
 ratio() { calc "round($1 / $2, 2)"; }
 # cpu_block: CPU-seconds per million readings, the whole pipeline (outletd's drain: outletd, mosquitto, PostgreSQL)
@@ -321,3 +331,7 @@ row "live at H/2: publish → commit p99 (ms)" "$p99" "≤ 100"
 row "live at H/2: CPU-s outletd/mosquitto/PG/simulator" "$cpu_o/$cpu_m/$cpu_p/$cpu_s" "in $live_wall s"
 row "live at H/2: cores the four used" "$cores" "of $(nproc)"
 row "live at $low/s: publish → commit p50 / p99 (ms)" "$low_p50 / $low_p99" "(stored at $low_rate/s)"
+echo
+echo "bytes on disk (Benchmarks/bytes-per-reading.sh):"
+echo "  $bytes_samples"
+echo "  $bytes_rollups"

@@ -114,7 +114,7 @@ struct IngestSide {
     ) throws {
         let connection = try migratedConnection(url)
         try connection.execute(
-            "TRUNCATE samples, device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored, power_rollups_daily_stored, rollup_tails"
+            "TRUNCATE samples_stored, device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored, power_rollups_daily_stored, rollup_tails"
         )
         try connection.execute("DELETE FROM devices")
         _ = try DeviceStore(connection: connection).addMany(
@@ -209,7 +209,7 @@ func query(url: String) throws {
     if existing < total {
         let perOutlet = total / outlets
         let spacing = 30.0 * 86_400 / Double(perOutlet)
-        try connection.execute("TRUNCATE samples")
+        try connection.execute("TRUNCATE samples_stored")
         try connection.execute("DELETE FROM devices")
         _ = try DeviceStore(connection: connection).addMany(
             codes: (0..<outlets).map { String(format: "bench-%04d", $0) })
@@ -219,16 +219,17 @@ func query(url: String) throws {
         var started = clock.now
         try connection.execute(
             """
-            INSERT INTO samples (device_id, measured_at, received_at, voltage_volts, current_amperes, power_watts)
-            SELECT d.id, t, t, 229, p / 229, p
+            INSERT INTO samples_stored
+            SELECT c.*
             FROM devices d
             CROSS JOIN LATERAL generate_series(1, $1::integer) AS n
             CROSS JOIN LATERAL (SELECT now() - ($1 - n) * make_interval(secs => $2) AS t,
                                        50 + ((n * 7 + d.id * 13) % 400)::float8 AS p) v
+            CROSS JOIN LATERAL outletd_compact_sample(d.id, t, t, NULL, 229, p / 229, p, NULL, NULL, NULL) c
             ORDER BY t
             """, [Int32(perOutlet), spacing])
         print(String(format: "inserted %d raw samples in %.1f s", total, seconds(clock.now - started)))
-        try connection.execute("VACUUM ANALYZE samples")
+        try connection.execute("VACUUM ANALYZE samples_stored")
         started = clock.now
         let rebuilt = try connection.execute(
             "SELECT sum(outletd_rollups_rebuild(id, now() - interval '31 days', now() + interval '1 day')) FROM devices"

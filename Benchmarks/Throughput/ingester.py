@@ -1,7 +1,7 @@
 """The ingesters a user would write first, for Benchmarks/throughput.sh; not part of outletd.
 
 paho-mqtt + psycopg: reads outletd's native telemetry payloads from <prefix>/<code>/telemetry at QoS 1 and
-stores each reading in outletd's `samples` table, either with one INSERT (one commit) per message, or
+stores each reading in outletd's `samples_stored` table (in its compact columns, as outletd writes them), either with one INSERT (one commit) per message, or
 --batched: COPY every 1,000 rows or 100 ms, whichever comes first. No registry cache beyond a dict of
 codes, no rollups, no spool.
 
@@ -14,10 +14,11 @@ run drains what was queued meanwhile (the backlog method).
 
 import argparse
 import json
+import math
 import signal
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import paho.mqtt.client as mqtt
 import psycopg
@@ -39,9 +40,13 @@ device_ids = dict(connection.execute("SELECT code, id FROM devices").fetchall())
 if batched:
     connection.commit()
 
-COLUMNS = "device_id, measured_at, received_at, device_time, voltage_volts, current_amperes, " \
-          "power_watts, power_factor, energy_wh, seq"
-INSERT = f"INSERT INTO samples ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+# samples_stored's columns (sql/0024_compact_samples.sql), encoded as outletd encodes them (StoredSample.swift).
+COLUMNS = "measured_at, received_at_wide, device_time, seq_wide, voltage_exact, current_exact, power_exact, " \
+          "power_factor_exact, energy_exact, device_id, received_delay_us, seq, voltage_centivolts, " \
+          "current_milliamperes, power_centiwatts, energy_milliwatt_hours, power_factor_thousandths"
+INSERT = f"INSERT INTO samples_stored ({COLUMNS}) VALUES ({', '.join(['%s'] * 17)})"
+INT32 = 2**31 - 1
+MINUS_INFINITY = "-infinity"
 pending = []
 last_flush = time.monotonic()
 
@@ -54,8 +59,41 @@ def row_of(message):
     body = json.loads(message.payload)
     received = datetime.now(timezone.utc)
     device_time = datetime.fromtimestamp(body["ts"] / 1000, timezone.utc) if "ts" in body else None
-    return (device_id, device_time or received, received, device_time, body.get("voltage"),
-            body.get("current"), body["power"], body.get("pf"), body.get("energy_wh"), body.get("seq"))
+    measured = device_time or received
+    return stored_row(device_id, measured, received, device_time, body.get("voltage"), body.get("current"),
+                      body["power"], body.get("pf"), body.get("energy_wh"), body.get("seq"))
+
+
+def scaled(value, scale, limit=INT32):
+    """value × scale as a whole number, when it divides back to value exactly; else None."""
+    if value is None:
+        return None
+    value = float(value)
+    product = value * scale
+    if not abs(product) <= limit:
+        return None
+    whole = round(product)
+    if whole / scale != value or (value == 0 and math.copysign(1, value) < 0):
+        return None
+    return whole
+
+
+def stored_row(device_id, measured, received, device_time, voltage, current, power, pf, energy, seq):
+    keep_received = device_time == measured or received != measured
+    delay = (received - measured) // timedelta(microseconds=1)
+    short_delay = delay if keep_received and -INT32 - 1 <= delay <= INT32 else None
+    values = [(voltage, scaled(voltage, 100)), (current, scaled(current, 1000)), (power, scaled(power, 100)),
+              (pf, scaled(pf, 1000, 32767)), (energy, scaled(energy, 1000))]
+    short_seq = seq if seq is not None and -INT32 - 1 <= seq <= INT32 else None
+    if device_time is not None and device_time != measured:
+        stored_device_time = device_time
+    elif device_time is None and keep_received:
+        stored_device_time = MINUS_INFINITY
+    else:
+        stored_device_time = None
+    return (measured, received if keep_received and short_delay is None else None, stored_device_time,
+            seq if short_seq is None else None, *[value if small is None else None for value, small in values],
+            device_id, short_delay, short_seq, values[0][1], values[1][1], values[2][1], values[4][1], values[3][1])
 
 
 def flush():
@@ -65,7 +103,7 @@ def flush():
         return
     try:
         with connection.cursor() as cursor:
-            with cursor.copy(f"COPY samples ({COLUMNS}) FROM STDIN") as copy:
+            with cursor.copy(f"COPY samples_stored ({COLUMNS}) FROM STDIN") as copy:
                 for row in pending:
                     copy.write_row(row)
         connection.commit()

@@ -58,7 +58,7 @@ import Testing
         }
         // One transaction for the first reading, one for what the stalled batch held, one for the
         // rest (the writer reads the spool 1,000 records at a time).
-        let transactions = try Harness.count(url, "SELECT count(DISTINCT xmin::text) FROM samples")
+        let transactions = try Harness.count(url, "SELECT count(DISTINCT xmin::text) FROM samples_stored")
         #expect(transactions <= 3, "\(transactions) transactions for \(total + 1) readings")
         #expect(try Harness.count(url, "SELECT sum(sample_count) FROM device_power_totals") == total + 1)
     }
@@ -109,7 +109,7 @@ import Testing
                     && service.metrics.snapshot().spoolRecordsPending == 0
             }
         }
-        #expect(try Harness.count(url, "SELECT count(DISTINCT xmin::text) FROM samples") == 3)
+        #expect(try Harness.count(url, "SELECT count(DISTINCT xmin::text) FROM samples_stored") == 3)
         #expect(try Harness.count(url, "SELECT sum(sample_count) FROM device_power_totals") == 3)
         #expect(try Harness.scalar(url, "SELECT voltage_volts FROM samples ORDER BY measured_at DESC LIMIT 1") == "230")
     }

@@ -1,16 +1,17 @@
--- The careful way (BatchStore.write, after a batch met a stored sample): moves the staged samples into `samples`,
+-- The careful way (BatchStore.write, after a batch met a stored sample): moves the staged samples into
+-- `samples_stored` (encoded by outletd_compact_sample, migration 24),
 -- skipping ones already there (of two staged readings of one outlet at one time, the one received first), and
 -- notes, per outlet, what it really inserted (`outletd_inserted_devices`): what the running totals
 -- (add_totals.sql) and the rollup statements read. Returns how many it inserted.
 WITH inserted AS (
-    INSERT INTO samples (device_id, measured_at, received_at, device_time, voltage_volts, current_amperes,
-                         power_watts, power_factor, energy_wh, seq)
-    SELECT device_id, measured_at, received_at, device_time, voltage_volts, current_amperes, power_watts,
-           power_factor, energy_wh, seq
-    FROM outletd_staging_samples
-    ORDER BY device_id, measured_at, received_at
+    INSERT INTO samples_stored
+    SELECT c.*
+    FROM outletd_staging_samples s,
+         LATERAL outletd_compact_sample(s.device_id, s.measured_at, s.received_at, s.device_time, s.voltage_volts,
+                                        s.current_amperes, s.power_watts, s.power_factor, s.energy_wh, s.seq) c
+    ORDER BY s.device_id, s.measured_at, s.received_at
     ON CONFLICT (device_id, measured_at) DO NOTHING
-    RETURNING device_id, measured_at, power_watts
+    RETURNING device_id, measured_at, coalesce(power_exact, power_centiwatts / 100::double precision) AS power_watts
 ), noted AS (
     INSERT INTO outletd_inserted_devices (device_id, sample_count, first_measured_at, last_measured_at,
                                           power_sum_watts, peak_power_watts, peak_at)

@@ -156,7 +156,7 @@ public struct BatchStore: Sendable {
             try connection.execute("SAVEPOINT outletd_insert")
             var inserted: Int?
             do {
-                inserted = try Self.copy(samples, order, WriteSQL.copySamples, connection)
+                inserted = try Self.copy(samples, order, WriteSQL.copySamples, connection, encode: StoredSample.encode)
                 try connection.execute("RELEASE SAVEPOINT outletd_insert")
             } catch let error as PostgresError where error.code == .queryFailed && error.sqlState == "23505" {
                 try connection.execute("ROLLBACK TO SAVEPOINT outletd_insert")
@@ -173,11 +173,13 @@ public struct BatchStore: Sendable {
         return (try moved.int64(row: 0, column: 0).map(Int.init) ?? 0, true)
     }
 
-    /// COPYs the samples, in `order`, with `sql` (copy_samples.sql or stage_samples.sql); returns how many.
+    /// COPYs the samples, in `order`, with `sql` (copy_samples.sql with `StoredSample.encode`, or stage_samples.sql
+    /// with `encode`); returns how many.
     @discardableResult
-    static func copy(_ samples: [DeviceSample], _ order: SampleOrder, _ sql: String, _ connection: PostgresConnection)
-        throws -> Int
-    {
+    static func copy(
+        _ samples: [DeviceSample], _ order: SampleOrder, _ sql: String, _ connection: PostgresConnection,
+        encode: @escaping (DeviceSample, inout CopyBinaryEncoder) -> Void = encode
+    ) throws -> Int {
         var rows = CopyBinaryChunks(order.keys[...]) { key, encoder in encode(samples[Int(key.index)], &encoder) }
         return try connection.copyIn(sql) { rows.next() }
     }
@@ -223,7 +225,7 @@ public struct BatchStore: Sendable {
         return days.sorted()
     }
 
-    /// A sample as a binary `COPY` row of `samples` (or of `outletd_staging_samples`, which has its columns).
+    /// A sample as a binary `COPY` row of `outletd_staging_samples` (the columns of the view `samples`).
     static func encode(_ sample: DeviceSample, _ encoder: inout CopyBinaryEncoder) {
         let reading = sample.reading
         encoder.int32(sample.deviceID)

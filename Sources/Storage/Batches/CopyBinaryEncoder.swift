@@ -7,7 +7,7 @@ import Telemetry
 /// doubles) cost the server about twice as much time per row (docs/PERFORMANCE.md).
 ///
 /// The caller writes the fields of a row in the order of the COPY's column list, each with the
-/// width of its column's type: `int32` for `integer`, `int64` for `bigint`, `double` for
+/// width of its column's type: `int16` for `smallint`, `int32` for `integer`, `int64` for `bigint`, `double` for
 /// `double precision`, `timestamp` for `timestamptz`. A row's field count is filled in by `endRow()`.
 struct CopyBinaryEncoder {
     /// The encoded bytes, then zeros up to the room made so far: a field is stored into that room, not
@@ -72,6 +72,16 @@ struct CopyBinaryEncoder {
         append(UInt32(bitPattern: value))
     }
 
+    mutating func int16(_ value: Int16) {
+        fieldsInRow += 1
+        append(UInt32(2))
+        append(UInt16(bitPattern: value))
+    }
+
+    mutating func int32(_ value: Int32?) {
+        if let value { int32(value) } else { null() }
+    }
+
     mutating func int64(_ value: Int64) {
         fieldsInRow += 1
         append(UInt32(8))
@@ -107,6 +117,11 @@ struct CopyBinaryEncoder {
     mutating func timestamp(microseconds: Int64) {
         let (sincePostgresEpoch, overflow) = microseconds.subtractingReportingOverflow(Self.postgresEpochMicroseconds)
         int64(overflow ? Int64.min : sincePostgresEpoch)
+    }
+
+    /// `timestamptz` '-infinity'.
+    mutating func minusInfinity() {
+        int64(Int64.min)
     }
 
     /// 2000-01-01T00:00:00Z, PostgreSQL's epoch, in microseconds since the Unix epoch.
