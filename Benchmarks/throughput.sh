@@ -335,3 +335,7 @@ echo
 echo "bytes on disk (Benchmarks/bytes-per-reading.sh):"
 echo "  $bytes_samples"
 echo "  $bytes_rollups"
+
+# The owners' app under load while ingest runs (docs/OWNER-APP-LOAD.md): a stack of its own, about 4 minutes.
+echo
+Benchmarks/owner-app-load.sh
