@@ -1,7 +1,7 @@
 # outletd — the two commands of README.md, and the pieces behind them.
 SWIFT ?= swift
 
-.PHONY: run test deps build build-info install deb sql lint format fuzz clean chaos chaos-short bench bench-soak scale-test browser-test
+.PHONY: run test deps build build-info install deb sql lint format fuzz clean chaos chaos-short bench bench-soak scale-test browser-test failover-test
 
 ## make run: install what is missing, start a throwaway mosquitto + PostgreSQL, outletd and
 ## simulated outlets, and show the per-outlet summary updating (Ctrl-C stops everything).
@@ -9,7 +9,8 @@ run: deps build-info
 	scripts/demo
 
 ## make test: install what is missing, build, run every test (they start their own servers),
-## then the short chaos run (kill -9, PostgreSQL and mosquitto restarts; under a minute).
+## then the short chaos run (kill -9, PostgreSQL and mosquitto restarts; under a minute) and the
+## PostgreSQL failover test (about 2 minutes on an idle machine).
 test: deps lint build-info
 	$(SWIFT) build --build-tests
 	SWIFT=$(SWIFT) scripts/unit-tests
@@ -18,6 +19,7 @@ test: deps lint build-info
 	scripts/check-packaging
 	scripts/fuzz 30
 	scripts/chaos --short
+	scripts/failover-test
 
 ## make browser-test: the owners' page in headless Chromium against a throwaway stack (about a minute):
 ## log in, claim, see power, switch off and see it confirmed, count the chart's hours with data.
@@ -48,6 +50,12 @@ bench: deps
 
 bench-soak: deps
 	Benchmarks/throughput.sh --soak
+
+## make failover-test: a primary and an asynchronous standby, the standby lagging, the primary killed
+## (kill -9) and the standby promoted, with durability local (readings lost: how many) and replicated (none
+## lost), then a planned switchover; prints acknowledged/stored/lost/duplicated per run (docs/HIGH-AVAILABILITY.md).
+failover-test: deps
+	scripts/failover-test
 
 ## make scale-test: 3 instances in one share group, 4 × kill -9 of one of them (about 2 minutes);
 ## prints acknowledged/stored/lost/duplicated and compares totals and rollups with a recomputation.
