@@ -26,6 +26,8 @@ public struct OwnerAPI: Sendable {
         public var maxClaimFailuresPerOwner = 10
         /// At most this many failed claims per client address in the window, whoever is logged in.
         public var maxClaimFailuresPerAddress = 30
+        /// How long the detail's cost figures for today are kept (``CostCache``), seconds; 0: priced every time.
+        public var costCacheSeconds = 60.0
 
         public init(sessionLifetimeSeconds: Double, claimRequiresKey: Bool = true) {
             self.sessionLifetimeSeconds = sessionLifetimeSeconds
@@ -49,6 +51,7 @@ public struct OwnerAPI: Sendable {
     let metrics: AppMetrics
     let loginLimiter: FailureLimiter
     let claimLimiter: FailureLimiter
+    let costCache: CostCache
 
     init(database: OwnerDatabase, settings: Settings, passwords: PasswordChecker, metrics: AppMetrics) {
         self.database = database
@@ -57,19 +60,21 @@ public struct OwnerAPI: Sendable {
         self.metrics = metrics
         loginLimiter = FailureLimiter(windowSeconds: settings.loginWindowSeconds)
         claimLimiter = FailureLimiter(windowSeconds: settings.claimWindowSeconds)
+        costCache = CostCache(lifetimeSeconds: settings.costCacheSeconds)
     }
 
     /// Adds the routes to `router`.
     func register(on router: Router<OwnerRequestContext>) {
         let api = router.group("api/v1")
         api.post("login", use: login)
+        // The two routes the page polls look the session up in the statement that reads what they answer.
+        api.get("outlets", use: listOutlets)
+        api.get("outlets/:code", use: showOutlet)
         let owner = api.group()
             .add(middleware: BearerTokenAuthenticator(database: database))
             .add(middleware: IsAuthenticatedMiddleware<OwnerRequestContext>())
         owner.post("logout", use: logout)
-        owner.get("outlets", use: listOutlets)
         owner.post("outlets", use: claimOutlet)
-        owner.get("outlets/:code", use: showOutlet)
         owner.patch("outlets/:code", use: updateOutlet)
         owner.delete("outlets/:code", use: releaseOutlet)
         owner.get("outlets/:code/hourly", use: hourly)
@@ -85,9 +90,20 @@ public struct OwnerAPI: Sendable {
 
     // MARK: Outlets
 
+    /// The bearer token of `request`; 401, as ``BearerTokenAuthenticator`` and `IsAuthenticatedMiddleware` answer,
+    /// when there is none. For the routes that look their session up themselves, in their own statement.
+    static func token(_ request: Request) throws -> String {
+        guard let token = BearerTokenAuthenticator.bearerToken(request.headers[.authorization]) else {
+            throw HTTPError(.unauthorized)
+        }
+        return token
+    }
+
     @Sendable func listOutlets(_ request: Request, context: OwnerRequestContext) async throws -> Response {
-        let userID = try context.requireIdentity().session.userID
-        let outlets = try await database.run { try $0.outlets(userID: userID) }
+        let token = try Self.token(request)
+        guard let (_, outlets) = try await database.run({ try $0.sessionAndOutlets(token: token) }) else {
+            throw HTTPError(.unauthorized)
+        }
         return JSONOutput.array(outlets.map { .object(Self.members($0)) }).response()
     }
 
@@ -151,34 +167,61 @@ public struct OwnerAPI: Sendable {
             throw Self.noOutlet(code)
         }
         claimLimiter.forgive(ticket)
+        costCache.forget(code: outlet.code)
         metrics.claim("claimed")
         return JSONOutput.object(Self.members(outlet)).response(.created)
     }
 
     @Sendable func showOutlet(_ request: Request, context: OwnerRequestContext) async throws -> Response {
-        let userID = try context.requireIdentity().session.userID
-        let code = try Self.code(context)
-        let from = try Self.instant(request, "from")
-        let to = try Self.instant(request, "to")
-        if (from == nil) != (to == nil) { throw HTTPError(.badRequest, message: "from, to: give both or neither") }
-        if let from, let to, !(from < to && to.timeIntervalSince(from) <= 366 * 86_400) {
-            throw HTTPError(.badRequest, message: "to: must be after from, by at most 366 days")
-        }
-        let found = try await database.run {
-            store -> (OwnedOutlet, OwnedOutletFigures, OwnedOutletCost, Date, Date, OutletAutomationGlance?)? in
-            guard let outlet = try store.outlet(userID: userID, code: code) else { return nil }
-            var period = (from, to)
-            if from == nil, let today = try store.localDay(userID: userID, code: code, date: nil) {
-                period = (today.start, today.end)
+        let token = try Self.token(request)
+        let parsed = Result { () throws -> (String, Date?, Date?) in
+            let code = try Self.code(context)
+            let from = try Self.instant(request, "from")
+            let to = try Self.instant(request, "to")
+            if (from == nil) != (to == nil) {
+                throw HTTPError(.badRequest, message: "from, to: give both or neither")
             }
-            guard let start = period.0, let end = period.1,
-                let figures = try store.figures(userID: userID, code: code, from: start, to: end),
-                let cost = try store.cost(userID: userID, code: code, from: start, to: end)
-            else { return nil }
+            if let from, let to, !(from < to && to.timeIntervalSince(from) <= 366 * 86_400) {
+                throw HTTPError(.badRequest, message: "to: must be after from, by at most 366 days")
+            }
+            return (code, from, to)
+        }
+        guard case .success(let (code, from, to)) = parsed else {
+            // As behind the authenticator: 401 without an active session, whatever else is wrong.
+            guard try await database.run({ try $0.session(token: token) }) != nil else {
+                throw HTTPError(.unauthorized)
+            }
+            _ = try parsed.get()
+            return Response(status: .badRequest)
+        }
+        let costCache = costCache
+        typealias Detail = (OwnedOutlet, OwnedOutletFigures, OwnedOutletCost, Date, Date, OutletAutomationGlance?)
+        let found = try await database.run { store -> Detail?? in
+            guard let (session, owned) = try store.sessionAndOutlet(token: token, code: code) else { return nil }
+            guard let (outlet, todayStart, todayEnd) = owned else { return .some(nil) }
+            let (userID, start, end) = (session.userID, from ?? todayStart, to ?? todayEnd)
+            guard let figures = try store.figures(userID: userID, code: code, from: start, to: end) else {
+                return .some(nil)
+            }
+            // Today's figures (no period asked) may come from the cache: the outlet was found as this owner's above.
+            let key = CostCache.Key(userID: userID, code: code, from: start, to: end)
+            let cost: OwnedOutletCost
+            if from == nil, let cached = costCache.cost(key) {
+                cost = cached
+            } else {
+                let pricedAt = Date()
+                guard let priced = try store.cost(userID: userID, code: code, from: start, to: end) else {
+                    return .some(nil)
+                }
+                if from == nil { costCache.store(priced, for: key, pricedAt: pricedAt) }
+                cost = priced
+            }
             // What the owner's automations do next and did last: one statement.
-            let glance = try AutomationStore(connection: store.connection).glance(code: code, owner: userID)
+            let glance = try AutomationStore(connection: store.connection).glance(
+                code: code, owner: userID, prepared: store.prepared)
             return (outlet, figures, cost, start, end, glance)
         }
+        guard let found else { throw HTTPError(.unauthorized) }
         guard let (outlet, figures, cost, start, end, glance) = found else { throw Self.noOutlet(code) }
         return JSONOutput.object(
             Self.members(outlet) + [
@@ -198,6 +241,7 @@ public struct OwnerAPI: Sendable {
                 try $0.update(userID: userID, code: code, name: name, description: description)
             })
         else { throw Self.noOutlet(code) }
+        costCache.forget(code: code)
         return JSONOutput.object(Self.members(outlet)).response()
     }
 
@@ -205,6 +249,7 @@ public struct OwnerAPI: Sendable {
         let userID = try context.requireIdentity().session.userID
         let code = try Self.code(context)
         guard try await database.run({ try $0.release(userID: userID, code: code) }) else { throw Self.noOutlet(code) }
+        costCache.forget(code: code)
         return Response(status: .noContent)
     }
 

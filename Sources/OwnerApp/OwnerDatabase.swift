@@ -6,7 +6,7 @@ import Runtime
 import Storage
 
 /// The app's way to PostgreSQL: a few ``DatabaseWorker``s (threads with a connection each, reconnecting with
-/// backoff) that take queries from one queue. A route awaits ``run(_:)``; the query, and bcrypt, run on a worker's
+/// backoff, the hot reads prepared on each: ``OwnerStore/prepareStatements(_:)``) that take queries from one queue. A route awaits ``run(_:)``; the query, and bcrypt, run on a worker's
 /// thread, never on Swift's cooperative pool (two threads here).
 public final class OwnerDatabase: Sendable {
     /// A query waiting for a worker.
@@ -69,7 +69,7 @@ public final class OwnerDatabase: Sendable {
     public func run<T: Sendable>(_ body: @escaping @Sendable (OwnerStore) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let query = Query(enqueuedAt: Date()) { connection in
-                continuation.resume(with: Result { try body(OwnerStore(connection: connection.get())) })
+                continuation.resume(with: Result { try body(OwnerStore(connection: connection.get(), prepared: true)) })
             }
             let accepted = state.update { state in
                 guard !state.closed else { return false }
@@ -108,6 +108,7 @@ struct OwnerQueryJob: DatabaseJob {
     }
 
     func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
+        try OwnerStore.prepareStatements(connection)
         while !context.stop.isSet {
             guard let query = OwnerDatabase.take(from: state, waiting: 0.2) else { continue }
             query.execute(.success(connection))

@@ -85,9 +85,13 @@ public struct LoginFailureCounts: Sendable, Equatable {
 /// id: another owner's outlet is simply not found, so a route cannot leak it by forgetting a check.
 public struct OwnerStore {
     public let connection: PostgresConnection
+    /// Whether the connection has the app's hot statements prepared (``prepareStatements(_:)``): then they run
+    /// by name, planned once per connection, instead of parsed and planned at every call.
+    public let prepared: Bool
 
-    public init(connection: PostgresConnection) {
+    public init(connection: PostgresConnection, prepared: Bool = false) {
         self.connection = connection
+        self.prepared = prepared
     }
 
     // MARK: Users (the CLI)
@@ -228,21 +232,6 @@ public struct OwnerStore {
         return expiresAt
     }
 
-    /// The session `token` stands for, or nil when it is unknown, expired or revoked, or its user disabled.
-    public func session(token: String) throws -> OwnerSession? {
-        let result = try connection.execute(
-            """
-            SELECT u.id, u.name, s.expires_at
-            FROM app_sessions s JOIN app_users u ON u.id = s.user_id
-            WHERE s.token_hash = sha256(convert_to($1, 'UTF8')) AND s.revoked_at IS NULL
-              AND s.expires_at > clock_timestamp() AND NOT u.disabled
-            """, [token])
-        guard result.rowCount == 1, let id = try result.int64(row: 0, column: 0),
-            let expiresAt = try result.date(row: 0, column: 2)
-        else { return nil }
-        return OwnerSession(userID: id, userName: result[0, 1] ?? "", expiresAt: expiresAt)
-    }
-
     /// Revokes the session of `token` (logout); false when it was not active.
     @discardableResult
     public func revokeSession(token: String) throws -> Bool {
@@ -255,47 +244,6 @@ public struct OwnerStore {
     }
 
     // MARK: Outlets, keyed by owner
-
-    /// The columns of ``OwnedOutlet``, `d` being the outlet's `devices` row.
-    private static let outletColumns = """
-        d.code, d.name, d.description, d.online, d.reported_state, t.power_watts,
-        GREATEST(t.measured_at, d.last_seen_at) AS updated_at,
-        coalesce(d.time_zone, (SELECT time_zone FROM rollup_settings LIMIT 1), 'UTC') AS time_zone
-        """
-
-    private static func outlets(_ result: PostgresResult) throws -> [OwnedOutlet] {
-        try (0..<result.rowCount).map { row in
-            OwnedOutlet(
-                code: result[row, 0] ?? "", name: result[row, 1] ?? "", description: result[row, 2] ?? "",
-                online: try result.bool(row: row, column: 3),
-                state: result[row, 4].flatMap(SwitchState.init(rawValue:)),
-                powerWatts: try result.double(row: row, column: 5), updatedAt: try result.date(row: row, column: 6),
-                timeZone: result[row, 7] ?? "UTC")
-        }
-    }
-
-    /// The outlets `userID` owns, by name then code.
-    public func outlets(userID: Int64) throws -> [OwnedOutlet] {
-        try Self.outlets(
-            connection.execute(
-                """
-                SELECT \(Self.outletColumns)
-                FROM devices d LEFT JOIN rollup_tails t ON t.device_id = d.id
-                WHERE d.owner_id = $1 ORDER BY d.name, d.code
-                """, [userID]))
-    }
-
-    /// The outlet `code` if `userID` owns it.
-    public func outlet(userID: Int64, code: String) throws -> OwnedOutlet? {
-        try Self.outlets(
-            connection.execute(
-                """
-                SELECT \(Self.outletColumns)
-                FROM devices d LEFT JOIN rollup_tails t ON t.device_id = d.id
-                WHERE d.owner_id = $1 AND d.code = $2
-                """, [userID, code])
-        ).first
-    }
 
     /// Claims the registered outlet `code` for `userID` with a name and description. With `claimKey` (stored form,
     /// ``Telemetry/ClaimKey``), only when it is the outlet's key. Nil when the code is not registered, another owner
@@ -344,50 +292,6 @@ public struct OwnerStore {
     }
 
     // MARK: Figures, from the hourly rollups
-
-    /// Average, peak and energy of `userID`'s outlet `code` over the hour buckets starting in `[from, to)`, or
-    /// nil when the outlet is not theirs. Rollup hours are whole: `from` and `to` count by the hour they fall in.
-    public func figures(userID: Int64, code: String, from: Date, to: Date) throws -> OwnedOutletFigures? {
-        let result = try connection.execute(
-            """
-            SELECT coalesce(sum(h.power_integral_watt_seconds) / nullif(sum(h.covered_seconds), 0),
-                            sum(h.power_sum_watts) / nullif(sum(h.sample_count), 0)),
-                   max(h.peak_power_watts), sum(h.energy_wh)
-            FROM devices d
-            LEFT JOIN power_rollups_hourly h ON h.device_id = d.id
-                 AND h.bucket_start >= date_trunc('hour', $3::timestamptz) AND h.bucket_start < $4::timestamptz
-            WHERE d.owner_id = $1 AND d.code = $2
-            GROUP BY d.id
-            """, [userID, code, from, to])
-        guard result.rowCount == 1 else { return nil }
-        return OwnedOutletFigures(
-            averagePowerWatts: try result.double(row: 0, column: 0),
-            peakPowerWatts: try result.double(row: 0, column: 1),
-            energyWattHours: try result.double(row: 0, column: 2))
-    }
-
-    /// The local day `date` (`YYYY-MM-DD`; nil: today) of `userID`'s outlet `code` in its time zone: the
-    /// [start, end) of that day as instants, and the date. Nil when the outlet is not theirs.
-    public func localDay(userID: Int64, code: String, date: String?) throws -> (
-        date: String, timeZone: String, start: Date, end: Date
-    )? {
-        let result = try connection.execute(
-            """
-            WITH o AS (
-                SELECT coalesce(d.time_zone, (SELECT time_zone FROM rollup_settings LIMIT 1), 'UTC') AS zone
-                FROM devices d WHERE d.owner_id = $1 AND d.code = $2
-            ), day AS (
-                SELECT zone, coalesce($3::date, (now() AT TIME ZONE zone)::date) AS local_date FROM o
-            )
-            SELECT to_char(local_date, 'YYYY-MM-DD'), zone,
-                   local_date::timestamp AT TIME ZONE zone, (local_date + 1)::timestamp AT TIME ZONE zone
-            FROM day
-            """, [userID, code, date])
-        guard result.rowCount == 1, let start = try result.date(row: 0, column: 2),
-            let end = try result.date(row: 0, column: 3)
-        else { return nil }
-        return (result[0, 0] ?? "", result[0, 1] ?? "UTC", start, end)
-    }
 
     /// The 24 (23 or 25 across a DST change) local hours of `userID`'s outlet `code` on `date` (nil: today), in
     /// order, each with its hourly rollup's figures or nils. Nil when the outlet is not theirs.

@@ -1,0 +1,219 @@
+import Foundation
+import Postgres
+import Telemetry
+
+/// The reads the owners' page polls (the session, the outlet list, an outlet's detail), as statements the app's
+/// connections prepare once (``OwnerStore/prepareStatements(_:)``). The list and the detail's outlet are read
+/// together with the session the bearer token stands for, in one statement: the session's conditions are the same
+/// as ``OwnerStore/session(token:)``'s, and the outlets are keyed by the user id that statement found, so an
+/// unknown, expired or revoked token reads nothing.
+extension OwnerStore {
+    /// A statement of the app: its name on a prepared connection and its SQL.
+    public struct Statement: Sendable {
+        public let name: String
+        public let sql: String
+    }
+
+    /// The session `token` stands for: `app_sessions` joined to its user, active and not disabled.
+    private static let activeSession = """
+        SELECT u.id, u.name, s.expires_at
+        FROM app_sessions s JOIN app_users u ON u.id = s.user_id
+        WHERE s.token_hash = sha256(convert_to($1, 'UTF8')) AND s.revoked_at IS NULL
+          AND s.expires_at > clock_timestamp() AND NOT u.disabled
+        """
+
+    /// The columns of ``OwnedOutlet``, `d` being the outlet's `devices` row.
+    private static let outletColumns = """
+        d.code, d.name, d.description, d.online, d.reported_state, t.power_watts,
+        GREATEST(t.measured_at, d.last_seen_at) AS updated_at,
+        coalesce(d.time_zone, (SELECT time_zone FROM rollup_settings LIMIT 1), 'UTC') AS time_zone
+        """
+
+    static let sessionStatement = Statement(name: "owner_session", sql: activeSession)
+
+    /// $1 token: the session's three columns, then each outlet of its user (by name, code), or one row of NULL
+    /// outlet columns when it has none; no row without an active session.
+    static let sessionOutletsStatement = Statement(
+        name: "owner_session_outlets",
+        sql: """
+            WITH who AS (\(activeSession))
+            SELECT who.id, who.name, who.expires_at, o.*
+            FROM who LEFT JOIN LATERAL (
+                SELECT \(outletColumns)
+                FROM devices d LEFT JOIN rollup_tails t ON t.device_id = d.id
+                WHERE d.owner_id = who.id
+            ) o ON true
+            ORDER BY o.name, o.code
+            """)
+
+    /// $1 token, $2 code: the session's three columns, then the outlet if its user owns it and the start and end
+    /// of its local today (as ``localDay(userID:code:date:)`` counts it), else NULLs; no row without a session.
+    static let sessionOutletStatement = Statement(
+        name: "owner_session_outlet",
+        sql: """
+            WITH who AS (\(activeSession))
+            SELECT who.id, who.name, who.expires_at, o.code, o.name, o.description, o.online, o.reported_state,
+                   o.power_watts, o.updated_at, o.time_zone,
+                   o.today::timestamp AT TIME ZONE o.time_zone, (o.today + 1)::timestamp AT TIME ZONE o.time_zone
+            FROM who LEFT JOIN LATERAL (
+                SELECT x.*, (now() AT TIME ZONE x.time_zone)::date AS today
+                FROM (
+                    SELECT \(outletColumns)
+                    FROM devices d LEFT JOIN rollup_tails t ON t.device_id = d.id
+                    WHERE d.owner_id = who.id AND d.code = $2
+                ) x
+            ) o ON true
+            """)
+
+    static let outletsStatement = Statement(
+        name: "owner_outlets",
+        sql: """
+            SELECT \(outletColumns)
+            FROM devices d LEFT JOIN rollup_tails t ON t.device_id = d.id
+            WHERE d.owner_id = $1 ORDER BY d.name, d.code
+            """)
+
+    static let outletStatement = Statement(
+        name: "owner_outlet",
+        sql: """
+            SELECT \(outletColumns)
+            FROM devices d LEFT JOIN rollup_tails t ON t.device_id = d.id
+            WHERE d.owner_id = $1 AND d.code = $2
+            """)
+
+    static let figuresStatement = Statement(
+        name: "owner_figures",
+        sql: """
+            SELECT coalesce(sum(h.power_integral_watt_seconds) / nullif(sum(h.covered_seconds), 0),
+                            sum(h.power_sum_watts) / nullif(sum(h.sample_count), 0)),
+                   max(h.peak_power_watts), sum(h.energy_wh)
+            FROM devices d
+            LEFT JOIN power_rollups_hourly h ON h.device_id = d.id
+                 AND h.bucket_start >= date_trunc('hour', $3::timestamptz) AND h.bucket_start < $4::timestamptz
+            WHERE d.owner_id = $1 AND d.code = $2
+            GROUP BY d.id
+            """)
+
+    static let localDayStatement = Statement(
+        name: "owner_local_day",
+        sql: """
+            WITH o AS (
+                SELECT coalesce(d.time_zone, (SELECT time_zone FROM rollup_settings LIMIT 1), 'UTC') AS zone
+                FROM devices d WHERE d.owner_id = $1 AND d.code = $2
+            ), day AS (
+                SELECT zone, coalesce($3::date, (now() AT TIME ZONE zone)::date) AS local_date FROM o
+            )
+            SELECT to_char(local_date, 'YYYY-MM-DD'), zone,
+                   local_date::timestamp AT TIME ZONE zone, (local_date + 1)::timestamp AT TIME ZONE zone
+            FROM day
+            """)
+
+    /// Every statement ``prepareStatements(_:)`` prepares: these and the detail's automation glance.
+    public static let statements = [
+        sessionStatement, sessionOutletsStatement, sessionOutletStatement, outletsStatement, outletStatement,
+        figuresStatement, localDayStatement,
+        Statement(name: AutomationStore.glanceStatementName, sql: AutomationStore.glanceSQL),
+    ]
+
+    /// Prepares ``statements`` on `connection` (once per connection, right after it opens); an ``OwnerStore``
+    /// made with `prepared: true` on it then runs them by name.
+    public static func prepareStatements(_ connection: PostgresConnection) throws {
+        for statement in statements { try connection.prepare(name: statement.name, sql: statement.sql) }
+    }
+
+    /// Runs `statement`: by name when the connection has it prepared, else as SQL.
+    func run(_ statement: Statement, _ parameters: [(any PostgresBindable)?]) throws -> PostgresResult {
+        prepared
+            ? try connection.executePrepared(name: statement.name, parameters)
+            : try connection.execute(statement.sql, parameters)
+    }
+
+    /// The outlets of `result`'s rows from `column` on (``outletColumns``' order); a row whose code is NULL is none.
+    private static func outlets(_ result: PostgresResult, from column: Int = 0) throws -> [OwnedOutlet] {
+        try (0..<result.rowCount).compactMap { row in
+            guard let code = result[row, column] else { return nil }
+            return OwnedOutlet(
+                code: code, name: result[row, column + 1] ?? "", description: result[row, column + 2] ?? "",
+                online: try result.bool(row: row, column: column + 3),
+                state: result[row, column + 4].flatMap(SwitchState.init(rawValue:)),
+                powerWatts: try result.double(row: row, column: column + 5),
+                updatedAt: try result.date(row: row, column: column + 6),
+                timeZone: result[row, column + 7] ?? "UTC")
+        }
+    }
+
+    /// The session of the first row's first three columns, or nil when there is no row.
+    private static func session(_ result: PostgresResult) throws -> OwnerSession? {
+        guard result.rowCount >= 1, let id = try result.int64(row: 0, column: 0),
+            let expiresAt = try result.date(row: 0, column: 2)
+        else { return nil }
+        return OwnerSession(userID: id, userName: result[0, 1] ?? "", expiresAt: expiresAt)
+    }
+
+    // MARK: Sessions
+
+    /// The session `token` stands for, or nil when it is unknown, expired or revoked, or its user disabled.
+    public func session(token: String) throws -> OwnerSession? {
+        let result = try run(Self.sessionStatement, [token])
+        guard result.rowCount == 1 else { return nil }
+        return try Self.session(result)
+    }
+
+    /// The session `token` stands for and its user's outlets, by name then code, in one statement; nil when
+    /// ``session(token:)`` would be.
+    public func sessionAndOutlets(token: String) throws -> (session: OwnerSession, outlets: [OwnedOutlet])? {
+        let result = try run(Self.sessionOutletsStatement, [token])
+        guard let session = try Self.session(result) else { return nil }
+        return (session, try Self.outlets(result, from: 3))
+    }
+
+    /// The session `token` stands for, its user's outlet `code` (nil when not theirs) and the start and end of
+    /// that outlet's local today, in one statement; nil when ``session(token:)`` would be.
+    public func sessionAndOutlet(token: String, code: String) throws -> (
+        session: OwnerSession, outlet: (outlet: OwnedOutlet, todayStart: Date, todayEnd: Date)?
+    )? {
+        let result = try run(Self.sessionOutletStatement, [token, code])
+        guard let session = try Self.session(result) else { return nil }
+        guard let outlet = try Self.outlets(result, from: 3).first,
+            let start = try result.date(row: 0, column: 11), let end = try result.date(row: 0, column: 12)
+        else { return (session, nil) }
+        return (session, (outlet, start, end))
+    }
+
+    // MARK: Outlets, keyed by owner
+
+    /// The outlets `userID` owns, by name then code.
+    public func outlets(userID: Int64) throws -> [OwnedOutlet] {
+        try Self.outlets(run(Self.outletsStatement, [userID]))
+    }
+
+    /// The outlet `code` if `userID` owns it.
+    public func outlet(userID: Int64, code: String) throws -> OwnedOutlet? {
+        try Self.outlets(run(Self.outletStatement, [userID, code])).first
+    }
+
+    // MARK: Figures, from the hourly rollups
+
+    /// Average, peak and energy of `userID`'s outlet `code` over the hour buckets starting in `[from, to)`, or
+    /// nil when the outlet is not theirs. Rollup hours are whole: `from` and `to` count by the hour they fall in.
+    public func figures(userID: Int64, code: String, from: Date, to: Date) throws -> OwnedOutletFigures? {
+        let result = try run(Self.figuresStatement, [userID, code, from, to])
+        guard result.rowCount == 1 else { return nil }
+        return OwnedOutletFigures(
+            averagePowerWatts: try result.double(row: 0, column: 0),
+            peakPowerWatts: try result.double(row: 0, column: 1),
+            energyWattHours: try result.double(row: 0, column: 2))
+    }
+
+    /// The local day `date` (`YYYY-MM-DD`; nil: today) of `userID`'s outlet `code` in its time zone: the
+    /// [start, end) of that day as instants, and the date. Nil when the outlet is not theirs.
+    public func localDay(userID: Int64, code: String, date: String?) throws -> (
+        date: String, timeZone: String, start: Date, end: Date
+    )? {
+        let result = try run(Self.localDayStatement, [userID, code, date])
+        guard result.rowCount == 1, let start = try result.date(row: 0, column: 2),
+            let end = try result.date(row: 0, column: 3)
+        else { return nil }
+        return (result[0, 0] ?? "", result[0, 1] ?? "UTC", start, end)
+    }
+}
