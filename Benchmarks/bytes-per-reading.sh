@@ -11,12 +11,10 @@
 #
 # samples_bytes prints, per reading: the heap (of it, from pageinspect: tuple header with null bitmap,
 # column data, alignment padding, line pointer; the rest is page headers and free space), the indexes
-# (leaf density from pgstattuple), and the total. rollup_day_bytes stores one day at one reading every
+# (leaf density from pgstattuple), and the total; then the same with the index rebuilt packed, as the maintenance
+# pass leaves a partition once its day settled (RollupStore.packSettledPartitions). rollup_day_bytes stores one day at one reading every
 # 10 s for DAY_OUTLETS outlets by SQL, rebuilds their rollups (`outletd rollup rebuild`) and prints the
 # stored rollup tables' bytes per outlet-day; the rows it made are deleted after.
-
-# samples_root: the partitioned table that holds the samples (samples_stored; `samples` before migration 24).
-samples_root() { sql "SELECT coalesce(to_regclass('samples_stored'), to_regclass('samples'))::text"; }
 
 # samples_bytes: prints the samples' bytes per reading (what is stored now; VACUUM ANALYZE first, which sets
 # the visibility map, as autovacuum would).
@@ -42,6 +40,18 @@ samples_bytes() {
                        round(heap / n - hoff - data - pad - 4, 1), round(idx / n, 1), round(leaf::numeric, 1),
                        round((heap + idx) / n, 1))
          FROM rows, tuples, sizes, density"
+    # As the maintenance pass leaves a partition whose day settled: its index rebuilt packed (fillfactor 100).
+    local index
+    for index in $(sql "SELECT i.indexrelid::regclass FROM pg_partition_tree('$root') t JOIN pg_index i ON i.indrelid = t.relid
+                        WHERE t.isleaf AND i.indisprimary"); do
+        sql "ALTER INDEX $index SET (fillfactor = 100); REINDEX INDEX $index"
+    done
+    sql "WITH leaves AS (SELECT relid FROM pg_partition_tree('$root') WHERE isleaf AND pg_relation_size(relid) > 0),
+              sizes AS (SELECT sum(n_live_tup) AS n, sum(pg_relation_size(relid)) AS heap, sum(pg_indexes_size(relid)) AS idx
+                        FROM leaves JOIN pg_stat_user_tables USING (relid))
+         SELECT format('samples, index packed as for a settled day: indexes %s B/reading; total %s B/reading',
+                       round(idx / n, 1), round((heap + idx) / n, 1))
+         FROM sizes"
 }
 
 # rollup_day_bytes: prints the stored rollups' bytes per outlet-day (DAY_OUTLETS outlets, one reading every 10 s).
@@ -51,11 +61,18 @@ rollup_day_bytes() {
     start=$(date -u -d '3 days ago 00:00' +%FT%TZ)
     sql "INSERT INTO devices (code, name) SELECT 'day-' || i, 'bytes-per-reading day' FROM generate_series(1, $outlets) i"
     sql "SELECT outletd_ensure_sample_partitions(ARRAY[(extract(epoch FROM timestamptz '$start') / 86400)::int])" >/dev/null
-    sql "INSERT INTO samples (device_id, measured_at, received_at, voltage_volts, current_amperes, power_watts,
-                              power_factor, energy_wh, seq)
-         SELECT d.id, t, t + interval '3 ms', 229.5 + (s % 5) / 10.0, 0.42, 96.4 + (s % 7), 0.97, s * 0.268, s
-         FROM devices d, generate_series(0, 8639) s, LATERAL (SELECT timestamptz '$start' + s * interval '10 s' AS t) x
-         WHERE d.code LIKE 'day-%'"
+    local rows="SELECT d.id, t, t + interval '3 ms', NULL::timestamptz, 229.5 + (s % 5) / 10.0, 0.42, 96.4 + (s % 7), 0.97,
+                       s * 0.268, s::bigint
+                FROM devices d, generate_series(0, 8639) s,
+                     LATERAL (SELECT timestamptz '$start' + s * interval '10 s' AS t) x
+                WHERE d.code LIKE 'day-%'"
+    if [ "$(samples_root)" = samples_stored ]; then
+        # Straight into the table (the view's insert trigger runs a statement per row).
+        sql "INSERT INTO samples_stored SELECT c.* FROM ($rows) r (d, m, rc, dt, v, i, p, pf, e, q),
+                                        LATERAL outletd_compact_sample(d, m, rc, dt, v, i, p, pf, e, q) c"
+    else
+        sql "INSERT INTO samples $rows"
+    fi
     "$bin/outletd" rollup rebuild --since "$start" >/dev/null
     local t
     for t in "${tables[@]}"; do psql "$db" -X -q -v ON_ERROR_STOP=1 -c "VACUUM ANALYZE $t" >/dev/null; done

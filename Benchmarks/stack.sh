@@ -78,9 +78,14 @@ publish() {
     acknowledged=$(sed -n 's/.*acknowledged \([0-9]*\), invalid.*/\1/p' <<<"$summary")
     [ "$acknowledged" = $(( $1 * outlets )) ] || { echo "bench: not every reading was acknowledged" >&2; exit 1; }
 }
+# samples_root: the partitioned table that holds the samples: samples_stored (`samples` before migration 24, for
+# BENCH_DAEMON set to an older build).
+samples_root() { sql "SELECT coalesce(to_regclass('samples_stored'), to_regclass('samples'))::text"; }
 # Rows ever inserted into samples' partitions (statistics: cheap to poll, unlike count(*)).
 inserted() {
-    sql "SELECT coalesce(sum(s.n_tup_ins), 0) FROM pg_partition_tree('samples_stored') t JOIN pg_stat_user_tables s USING (relid)"
+    sql "SELECT coalesce(sum(s.n_tup_ins), 0)
+         FROM pg_partition_tree(coalesce(to_regclass('samples_stored'), to_regclass('samples'))) t
+         JOIN pg_stat_user_tables s USING (relid)"
 }
 # wait_rows N: until `samples` holds N rows (polling the statistics, not the table), DRAIN_TIMEOUT at most.
 wait_rows() {
@@ -96,13 +101,13 @@ wait_rows() {
 # drain_rate START N: N readings over START … the last commit.
 drain_rate() {
     sql "SELECT round($2 / extract(epoch FROM max(pg_xact_commit_timestamp(xmin)) - to_timestamp($1)))
-         FROM samples_stored"
+         FROM $(samples_root)"
 }
 # empty_tables: (outletd stopped) the next stage starts from empty tables and an empty spool; the spool's
 # records would otherwise be stored again, their checkpoint having gone with ingest_checkpoints.
 empty_tables() {
     rm -rf "$dir/spool"
-    sql "TRUNCATE samples_stored, device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored,
+    sql "TRUNCATE $(samples_root), device_power_totals, power_rollups_minute_stored, power_rollups_hourly_stored,
                   power_rollups_daily_stored, rollup_tails, ingest_checkpoints"
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

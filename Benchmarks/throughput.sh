@@ -183,14 +183,14 @@ drain_round() {
     fi
 
     echo "== round $round of $rounds. D: one COPY of outletd's $readings rows into samples" >&2
-    sql "\\copy samples_stored TO '$dir/rows.copy'"
+    sql "\\copy (SELECT * FROM $(samples_root)) TO '$dir/rows.copy'"
     stop_outletd
     # (Else its session would queue the next round's backlogs.)
     forget_session bench
     empty_tables
     read -ra cpu0 < <(stack_cpu)
     t0=$(now)
-    psql "$db" -X -q -v ON_ERROR_STOP=1 -c "\\copy samples_stored FROM '$dir/rows.copy'"
+    psql "$db" -X -q -v ON_ERROR_STOP=1 -c "\\copy $(samples_root) FROM '$dir/rows.copy'"
     D=$(calc "round($readings / ($(now) - $t0))")
     read -r _ _ d_pg _ < <(cpu_since "${cpu0[@]}")
     echo "   D = $D/s; CPU-s PostgreSQL $d_pg" >&2
@@ -232,12 +232,12 @@ live() {
     wait_rows "$readings" "$base"
     read -ra cpu < <(cpu_since "${before[@]}")
     seconds=$(sql "SELECT round(extract(epoch FROM max(pg_xact_commit_timestamp(xmin)) - to_timestamp($t0))::numeric, 1)
-                   FROM samples_stored")
+                   FROM $(samples_root)")
     rate_stored=$(calc "round($readings / $seconds)")
     read -r p50 p99 < <(sql "SELECT round(1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY x))::int || ' ' ||
                                     round(1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY x))::int
                              FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(xmin) - measured_at) AS x
-                                   FROM samples_stored WHERE measured_at >= to_timestamp($t0 + $warm)) s")
+                                   FROM $(samples_root) WHERE measured_at >= to_timestamp($t0 + $warm)) s")
     stop_outletd
     empty_tables
     result=("$rate_stored" "$p50" "$p99" "$seconds" "${cpu[@]}")
@@ -274,7 +274,7 @@ python_drain() {
     wait "$python_pid" || { tail "$dir/python.log" >&2; echo "bench: the Python ingester failed" >&2; exit 1; }
     drain_rate "$t0" "$count"
     forget_session "$client_id"
-    sql "TRUNCATE samples_stored"
+    sql "TRUNCATE $(samples_root)"
 }
 echo "== python, batched COPY, drains a backlog of $readings" >&2
 PB=$(python_drain "$readings" --batched)
@@ -333,7 +333,7 @@ row "live at H/2: cores the four used" "$cores" "of $(nproc)"
 row "live at $low/s: publish → commit p50 / p99 (ms)" "$low_p50 / $low_p99" "(stored at $low_rate/s)"
 echo
 echo "bytes on disk (Benchmarks/bytes-per-reading.sh):"
-echo "  $bytes_samples"
+echo "$bytes_samples" | sed 's/^/  /'
 echo "  $bytes_rollups"
 
 # The owners' app under load while ingest runs (docs/OWNER-APP-LOAD.md): a stack of its own, about 4 minutes.

@@ -60,14 +60,16 @@ CREATE TABLE samples_stored (
 COMMENT ON TABLE samples_stored IS
     'Raw readings, one partition per UTC day, in compact columns (migration 24); read them through samples.';
 
--- A reading in the columns of samples_stored.
+-- A reading in the columns of samples_stored: one row. A set-returning SQL function, so that PostgreSQL inlines it
+-- into the query that calls it (the careful way, this migration, the view's insert trigger) instead of running a
+-- query per reading.
 CREATE FUNCTION outletd_compact_sample(
     p_device_id integer, p_measured_at timestamptz, p_received_at timestamptz, p_device_time timestamptz,
     p_voltage double precision, p_current double precision, p_power double precision, p_power_factor double precision,
     p_energy double precision, p_seq bigint
-) RETURNS samples_stored
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT ROW(
+) RETURNS SETOF samples_stored
+LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 1 AS $$
+    SELECT
         p_measured_at,
         CASE WHEN keep_received AND delay IS NULL THEN p_received_at END,
         CASE WHEN p_device_time = p_measured_at THEN NULL
@@ -82,13 +84,12 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         CASE WHEN outletd_scaled(p_energy, 1000, 2147483647) IS NULL THEN p_energy END,
         p_device_id,
         CASE WHEN keep_received THEN delay END,
-        CASE WHEN p_seq BETWEEN -2147483648 AND 2147483647 THEN p_seq END,
+        CASE WHEN p_seq BETWEEN -2147483648 AND 2147483647 THEN p_seq::integer END,
         outletd_scaled(p_voltage, 100, 2147483647),
         outletd_scaled(p_current, 1000, 2147483647),
         outletd_scaled(p_power, 100, 2147483647),
         outletd_scaled(p_energy, 1000, 2147483647),
         outletd_scaled(p_power_factor, 1000, 32767)::smallint
-    )::samples_stored
     FROM (SELECT p_device_time IS NOT DISTINCT FROM p_measured_at OR p_received_at <> p_measured_at AS keep_received,
                  CASE WHEN extract(epoch FROM p_received_at - p_measured_at) * 1000000 BETWEEN -2147483648 AND 2147483647
                       THEN (extract(epoch FROM p_received_at - p_measured_at) * 1000000)::integer END AS delay) x

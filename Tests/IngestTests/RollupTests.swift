@@ -659,7 +659,7 @@ import Testing
             """)
         try Migrator().migrate(connection)
         #expect(try Harness.count(url, "SELECT count(*) FROM samples") == 361)
-        #expect(try Harness.scalar(url, "SELECT relkind FROM pg_class WHERE relname = 'samples'") == "p")
+        #expect(try Harness.scalar(url, "SELECT relkind FROM pg_class WHERE relname = 'samples_stored'") == "p")
         #expect(
             try Harness.scalar(url, "SELECT round(sum(energy_wh)::numeric, 6) FROM power_rollups_daily") == "100.000000"
         )

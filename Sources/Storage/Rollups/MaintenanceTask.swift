@@ -6,7 +6,8 @@ import Runtime
 
 /// Partitions and retention (run by a ``DatabaseWorker``): at start and then every
 /// `retention.maintenance_interval_seconds`, creates the daily partitions of `samples` ahead of time, drops
-/// the raw partitions older than `retention.raw_days` and deletes rollups past their retention
+/// the raw partitions older than `retention.raw_days`, packs the index of each partition whose day has settled
+/// and deletes rollups past their retention
 /// (``RollupStore/maintain(_:now:)``). The writer also creates a missing partition on demand, so a late pass
 /// never loses a reading.
 public struct MaintenanceTask: DatabaseJob {
@@ -29,6 +30,7 @@ public struct MaintenanceTask: DatabaseJob {
         let metadata: Logger.Metadata = [
             "partitions_created": "\(outcome.partitionsCreated)",
             "partitions_dropped": "\(outcome.partitionsDropped.joined(separator: ","))",
+            "partitions_packed": "\(outcome.partitionsPacked.joined(separator: ","))",
             "minute_rollups_deleted": "\(outcome.minuteRowsDeleted)",
             "hourly_rollups_deleted": "\(outcome.hourlyRowsDeleted)",
             "daily_rollups_deleted": "\(outcome.dailyRowsDeleted)",

@@ -87,13 +87,15 @@ public struct RollupStore {
     public struct MaintenanceOutcome: Sendable, Equatable {
         public var partitionsCreated = 0
         public var partitionsDropped: [String] = []
+        /// Partitions whose index was rebuilt packed (``packSettledPartitions(now:)``).
+        public var partitionsPacked: [String] = []
         public var minuteRowsDeleted = 0
         public var hourlyRowsDeleted = 0
         public var dailyRowsDeleted = 0
     }
 
     /// Creates the partitions of `samples` from yesterday to `partitionsAheadDays` ahead, drops the
-    /// partitions older than `rawDays`, and deletes rollups past their retention. `now` is a
+    /// partitions older than `rawDays`, packs the indexes of settled ones, and deletes rollups past their retention. `now` is a
     /// parameter so that tests can move time.
     public func maintain(_ retention: OutletdConfiguration.RetentionSettings, now: Date = Date()) throws
         -> MaintenanceOutcome
@@ -111,6 +113,7 @@ public struct RollupStore {
                 [now, Int32(retention.rawDays)])
             outcome.partitionsDropped = (0..<dropped.rowCount).compactMap { dropped[$0, 0] }
         }
+        outcome.partitionsPacked = try packSettledPartitions(now: now)
         outcome.minuteRowsDeleted = try deleteOlder(.minute, retention.minuteRollupDays, now)
         outcome.hourlyRowsDeleted = try deleteOlder(.hourly, retention.hourlyRollupDays, now)
         outcome.dailyRowsDeleted = try deleteOlder(.daily, retention.dailyRollupDays, now)
