@@ -11,7 +11,8 @@
 # A level of R requests/s is R × 3 owners polling every 3 s (above OWNERS / 3, the owners poll more often), sent
 # open loop at that fixed rate by Benchmarks/OwnerAppLoad/loadgen.c over CONNECTIONS keep-alive connections; a
 # request's latency runs from when it was due. Levels double from START_RATE until one fails (p99 of the mix ≥
-# 100 ms, or an error, or under 98 % answered), then two bisections; the capacity is the highest level passed.
+# 100 ms, or an error, or under 98 % answered; when the first fails, they halve until one passes), then two
+# bisections; the capacity is the highest level passed.
 # CPU per request: that of the app's PostgreSQL backends (application_name outletd-app-*) over the requests
 # answered, and the cores outletd used in all (ingest included: on the same threads, it cannot be told apart). So
 # outletd's own share is measured once more with ingest stopped: the mix at the capacity found, outletd's CPU less
@@ -186,6 +187,13 @@ else
         echo "== the mix at $rate requests/s for $level_seconds s" >&2
         level "$rate"
         if [ "$passed" = 1 ]; then capacity=$rate; rate=$(( rate * 2 )); else failed=$rate; break; fi
+    done
+    # The first level failed: halve until one passes (down to 5 requests/s), then bisect above it.
+    while (( capacity == 0 && failed > 5 )); do
+        rate=$(( failed / 2 ))
+        echo "== the mix at $rate requests/s for $level_seconds s" >&2
+        level "$rate"
+        if [ "$passed" = 1 ]; then capacity=$rate; else failed=$rate; fi
     done
     if (( failed > 0 )); then
         for _ in 1 2; do

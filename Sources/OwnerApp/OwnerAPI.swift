@@ -6,8 +6,10 @@ import Storage
 import Telemetry
 
 /// The owner's JSON API, `/api/v1` (openapi/outletd-app.yaml describes it). Every route but login sits behind
-/// ``BearerTokenAuthenticator`` and `IsAuthenticatedMiddleware`, and every query it runs is keyed by the caller's
-/// user id (``OwnerStore``): another owner's outlet or command is a 404, exactly like one that does not exist.
+/// ``BearerTokenAuthenticator`` and `IsAuthenticatedMiddleware`, except the two the page polls (the outlet list and
+/// an outlet's detail), which look the session up in their own statement under the same conditions (401 alike);
+/// every query is keyed by the caller's user id (``OwnerStore``): another owner's outlet or command is a 404,
+/// exactly like one that does not exist.
 /// docs/SECURITY.md says what each defence is and which test proves it.
 public struct OwnerAPI: Sendable {
     /// The API's rules: sessions, claims and the rate limits.
