@@ -12,13 +12,16 @@
 #     stall, their growth per second of stall, and how long after the resume they were back to the level
 #     before.
 #
-#   Benchmarks/replicated-drain.sh          READINGS=200000 OUTLETS=200 ROUNDS=3 RATE=2000 STALL=10
+#   Benchmarks/replicated-drain.sh          READINGS=200000 OUTLETS=2000 ROUNDS=3 RATE=2000 STALL=10
+#
+# OUTLETS is 2,000 so that no outlet sends two readings within the same millisecond while the backlog is
+# published as fast as the broker takes it (they would be one sample, and the drain would wait for the other).
 #
 # BENCH_BIN: a directory holding the outletd to measure, instead of this tree's release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 readings=${READINGS:-200000}
-outlets=${OUTLETS:-200}
+outlets=${OUTLETS:-2000}
 rounds=${ROUNDS:-3}
 rate=${RATE:-2000}
 stall=${STALL:-10}
@@ -50,6 +53,7 @@ cleanup() {
     rm -rf "$dir"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 free_port() { python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
 p1=$(free_port)
 p2=$(free_port)
