@@ -173,7 +173,7 @@ public final class IngestMetrics: Sendable {
                 now.spoolUnconfirmedBytes)
             exported.gauge("outletd_replication_standbys", Exported.standbysHelp).record(replication.standbys)
             exported.gauge("outletd_replication_lag_bytes", Exported.lagHelp).record(
-                replication.lagBytes.map(Double.init) ?? .nan)
+                replication.lagBytes.map { Double($0) } ?? .nan)
         }
     }
 

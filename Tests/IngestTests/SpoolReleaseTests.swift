@@ -185,3 +185,25 @@ import Testing
         #expect(gauges.lagBytes == status.standbyFlushLSN.map { 500 - $0 })
     }
 }
+
+/// The replication gauges as /metrics shows them: absent with `durability: local`, the lag in bytes with a standby,
+/// NaN without one.
+@Suite struct ReplicationGaugeTests {
+    @Test func exposesTheLagInBytes() {
+        let metrics = IngestMetrics()
+        let exposition = PrometheusExposition(metrics: metrics)
+        #expect(!exposition.render(process: nil).contains("outletd_replication_lag_bytes"))
+
+        metrics.observeBacklog { .init(bytes: 10, records: 0, oldestReceivedAt: nil, unconfirmedBytes: 4_096) }
+        metrics.setReplication(.init(standbys: 1, lagBytes: 1_034_480, problem: nil))
+        var samples = PrometheusText(exposition.render(process: nil)).samples
+        #expect(samples["outletd_replication_lag_bytes"] == 1_034_480)
+        #expect(samples["outletd_replication_standbys"] == 1)
+        #expect(samples["outletd_spool_unconfirmed_bytes"] == 4_096)
+
+        metrics.setReplication(.init(standbys: 0, lagBytes: nil, problem: "no standby is connected"))
+        samples = PrometheusText(exposition.render(process: nil)).samples
+        #expect(samples["outletd_replication_lag_bytes"]?.isNaN == true)
+        #expect(samples["outletd_replication_standbys"] == 0)
+    }
+}
