@@ -108,9 +108,12 @@ BEGIN
     FOR v_day IN SELECT DISTINCT date '1970-01-01' + d FROM unnest(p_days) AS d WHERE d IS NOT NULL ORDER BY 1 LOOP
         v_name := 'samples_p' || to_char(v_day, 'YYYYMMDD');
         CONTINUE WHEN to_regclass(format('%I.%I', v_schema, v_name)) IS NOT NULL;
-        -- Serialises creators (writer, maintenance task, other instances).
-        PERFORM pg_advisory_xact_lock(1869903988, 1);
-        CONTINUE WHEN to_regclass(format('%I.%I', v_schema, v_name)) IS NOT NULL;
+        -- Serialises creators (writers and maintenance tasks of every instance) on a key of their own
+        -- (migration 8); after the lock, pg_class with the statement's snapshot, not the system caches,
+        -- which an advisory lock does not refresh.
+        PERFORM pg_advisory_xact_lock(1869903989, 0);
+        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                              WHERE n.nspname = v_schema AND c.relname = v_name);
         EXECUTE format(
             'CREATE TABLE %I.%I PARTITION OF %I.samples_stored FOR VALUES FROM (%L) TO (%L)',
             v_schema, v_name, v_schema,
