@@ -130,6 +130,18 @@ enum Harness {
     static func count(_ databaseURL: String, _ sql: String) throws -> Int {
         Int(try scalar(databaseURL, sql)) ?? -1
     }
+
+    /// How many outlets' running totals (count, power sum, peak) equal their recomputation from `samples`.
+    static func outletsWithTotalsAsRecomputed(_ databaseURL: String) throws -> Int {
+        try count(
+            databaseURL,
+            """
+            SELECT count(*) FROM device_power_totals t
+            JOIN (SELECT device_id, count(*) AS n, sum(power_watts) AS s, max(power_watts) AS p
+                  FROM samples GROUP BY device_id) r USING (device_id)
+            WHERE t.sample_count = r.n AND abs(t.power_sum_watts - r.s) < 1e-6 AND t.peak_power_watts = r.p
+            """)
+    }
 }
 
 struct HarnessError: Error, CustomStringConvertible {

@@ -16,6 +16,13 @@ import Testing
 /// received nothing since does) gets them again from the spool, each reading once, totals and rollups with them.
 /// `scripts/failover-test` does the same with a real standby, promoted after `kill -9` of the primary.
 @Suite(.serialized) struct ReplicatedDurabilityTests {
+    /// `scripts/stack COMMAND DIR` on the test's own stack (`pg-snapshot`, `pg-rollback`).
+    static func stack(_ stack: TestStack, _ command: String) async throws {
+        try await Blocking.run {
+            try TestStack.run(["\(TestStack.packageRoot)/scripts/stack", command, stack.directory])
+        }
+    }
+
     @Test func aServerThatLostItsLastCommitsGetsThemAgainFromTheSpool() async throws {
         let stack = try TestStack.startPrivate()
         defer { stack.stop() }
@@ -59,16 +66,12 @@ import Testing
         let unconfirmed = PrometheusText(metrics).samples["outletd_spool_unconfirmed_bytes"] ?? 0
         #expect(unconfirmed > 0, "the committed records stay in the spool")
 
-        try await Blocking.run {
-            try TestStack.run(["\(TestStack.packageRoot)/scripts/stack", "pg-snapshot", stack.directory])
-        }
+        try await Self.stack(stack, "pg-snapshot")
         try await publish(150)
         try await Harness.waitUntil(timeout: 60, "the later readings stored") { try stored() == 210 }
 
         // The server loses the 150 readings committed since the copy.
-        try await Blocking.run {
-            try TestStack.run(["\(TestStack.packageRoot)/scripts/stack", "pg-rollback", stack.directory])
-        }
+        try await Self.stack(stack, "pg-rollback")
         #expect(try stored() == 60)
         try await publish(30)
         try await Harness.waitUntil(timeout: 60, "every acknowledged reading stored again") { try stored() >= 240 }
@@ -78,14 +81,7 @@ import Testing
         #expect(try Harness.count(url, "SELECT count(DISTINCT (device_id, seq)) FROM samples") == 240)
         #expect(daemon.output.contains("the database lacks batches this instance committed"), "\(daemon.output)")
         #expect(
-            try Harness.count(
-                url,
-                """
-                SELECT count(*) FROM device_power_totals t
-                JOIN (SELECT device_id, count(*) AS n, sum(power_watts) AS s, max(power_watts) AS p
-                      FROM samples GROUP BY device_id) r USING (device_id)
-                WHERE t.sample_count = r.n AND abs(t.power_sum_watts - r.s) < 1e-6 AND t.peak_power_watts = r.p
-                """) == codes.count)
+            try Harness.outletsWithTotalsAsRecomputed(url) == codes.count)
         try RollupTests().expectRollupsMatchFromScratch(url, timeZone: "UTC", maxGapSeconds: 600)
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit(timeout: 30) == 0)
@@ -107,30 +103,23 @@ import Testing
         defer { publisher.stop() }
         let topic = "\(configuration.mqtt.topicPrefix)/ha-local/telemetry"
         let start = Date().addingTimeInterval(-600)
-        for seq in 0..<20 {
-            try await publisher.publishAcknowledged(
-                topic, payload: Payloads.reading(ts: start.addingTimeInterval(Double(seq)), seq: seq))
+        func publish(_ sequence: Range<Int>) async throws {
+            for seq in sequence {
+                try await publisher.publishAcknowledged(
+                    topic, payload: Payloads.reading(ts: start.addingTimeInterval(Double(seq)), seq: seq))
+            }
         }
+        try await publish(0..<20)
         try await Harness.waitUntil(timeout: 30, "stored") {
             try Harness.count(url, "SELECT count(*) FROM samples") == 20
         }
-        try await Blocking.run {
-            try TestStack.run(["\(TestStack.packageRoot)/scripts/stack", "pg-snapshot", stack.directory])
-        }
-        for seq in 20..<50 {
-            try await publisher.publishAcknowledged(
-                topic, payload: Payloads.reading(ts: start.addingTimeInterval(Double(seq)), seq: seq))
-        }
+        try await Self.stack(stack, "pg-snapshot")
+        try await publish(20..<50)
         try await Harness.waitUntil(timeout: 30, "stored") {
             try Harness.count(url, "SELECT count(*) FROM samples") == 50
         }
-        try await Blocking.run {
-            try TestStack.run(["\(TestStack.packageRoot)/scripts/stack", "pg-rollback", stack.directory])
-        }
-        for seq in 50..<60 {
-            try await publisher.publishAcknowledged(
-                topic, payload: Payloads.reading(ts: start.addingTimeInterval(Double(seq)), seq: seq))
-        }
+        try await Self.stack(stack, "pg-rollback")
+        try await publish(50..<60)
         try await Harness.waitUntil(timeout: 30, "the readings after the rollback stored") {
             try Harness.count(url, "SELECT count(*) FROM samples WHERE seq >= 50") == 10
         }

@@ -130,14 +130,7 @@ import Testing
         #expect(failures.value.isEmpty, "\(failures.value)")
         #expect(try Harness.count(url, "SELECT count(*) FROM samples") == ids.count * 1_500)
         #expect(
-            try Harness.count(
-                url,
-                """
-                SELECT count(*) FROM device_power_totals t
-                JOIN (SELECT device_id, count(*) AS n, sum(power_watts) AS s, max(power_watts) AS p
-                      FROM samples GROUP BY device_id) r USING (device_id)
-                WHERE t.sample_count = r.n AND abs(t.power_sum_watts - r.s) < 1e-6 AND t.peak_power_watts = r.p
-                """) == ids.count)
+            try Harness.outletsWithTotalsAsRecomputed(url) == ids.count)
         try rollups.expectRollupsMatchFromScratch(url, timeZone: "Europe/Berlin", maxGapSeconds: 120)
     }
 
@@ -307,14 +300,7 @@ import Testing
         #expect(try Harness.count(url, "SELECT coalesce(sum(count), 0) FROM rejection_counts") == 30)
         #expect(try Harness.count(url, "SELECT count FROM rejection_counts WHERE reason = 'disabled_device'") == 30)
         #expect(
-            try Harness.count(
-                url,
-                """
-                SELECT count(*) FROM device_power_totals t
-                JOIN (SELECT device_id, count(*) AS n, sum(power_watts) AS s, max(power_watts) AS p
-                      FROM samples GROUP BY device_id) r USING (device_id)
-                WHERE t.sample_count = r.n AND abs(t.power_sum_watts - r.s) < 1e-6 AND t.peak_power_watts = r.p
-                """) == codes.count)
+            try Harness.outletsWithTotalsAsRecomputed(url) == codes.count)
         try RollupTests().expectRollupsMatchFromScratch(url, timeZone: "UTC", maxGapSeconds: 600)
     }
 
