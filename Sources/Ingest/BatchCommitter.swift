@@ -263,7 +263,7 @@ final class BatchCommitter: Sendable {
                 spool.release(through: position)
             }
             let gauges = ReplicationTracker.gauges(status)
-            let previous = metrics.snapshot().replication
+            let previous = metrics.replication
             if gauges.problem != previous?.problem {
                 if let problem = gauges.problem {
                     logger.warning("\(problem)", metadata: ["standbys": "\(status.standbys)"])

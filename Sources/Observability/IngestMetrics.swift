@@ -182,6 +182,11 @@ public final class IngestMetrics: Sendable {
         count { $0.replication = replication }
     }
 
+    /// What was last set by ``setReplication(_:)``, without the spool's gauges a ``snapshot()`` reads.
+    public var replication: ReplicationGauges? {
+        state.withLock { $0.counters.replication }
+    }
+
     /// Where the spool gauges come from.
     public func observeBacklog(_ gauges: @escaping @Sendable () -> BacklogGauges) {
         state.withLock { $0.backlog = gauges }
