@@ -345,6 +345,15 @@ extension ConfigurationKey {
         .int(
             "app.password_hash_threads", \.app.passwordHashThreads, 1...16,
             "threads that check passwords (bcrypt), apart from the database's"),
+        .double(
+            "app.live_interval_seconds", \.app.liveIntervalSeconds, 0.1...60,
+            "how often the open pages' live values are read and pushed, seconds"),
+        .int(
+            "app.max_live_streams", \.app.maxLiveStreams, 0...1_000_000,
+            "live streams (server-sent events) open at once; beyond, 503 and the page polls (0: none)"),
+        .int(
+            "app.max_live_streams_per_owner", \.app.maxLiveStreamsPerOwner, 1...1_000,
+            "live streams one owner may hold open at once; beyond, 429"),
         .choice("logging.format", \.logging.format, ["text", "json"], "text for people, json for log collectors"),
     ]
 }

@@ -251,6 +251,14 @@ public struct OutletdConfiguration: Sendable, Equatable {
         /// Threads that check passwords (bcrypt), apart from the database's; a login beyond what they and their
         /// short queue hold is answered 503 at once.
         public var passwordHashThreads = 1
+        /// How often the live values of the open pages (`GET /api/v1/live`, server-sent events) are read, in one
+        /// statement for all of them, and pushed where they changed, seconds.
+        public var liveIntervalSeconds = 3.0
+        /// Live streams open at once on this instance; beyond, 503 and the page polls instead. 0: none (the page
+        /// polls).
+        public var maxLiveStreams = 10_000
+        /// Live streams one owner may hold open at once (a tab or device each); beyond, 429.
+        public var maxLiveStreamsPerOwner = 8
 
         public init() {}
     }

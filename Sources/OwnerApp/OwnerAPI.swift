@@ -54,9 +54,11 @@ public struct OwnerAPI: Sendable {
     let loginLimiter: FailureLimiter
     let claimLimiter: FailureLimiter
     let costCache: CostCache
+    let live: LiveHub
 
-    init(database: OwnerDatabase, settings: Settings, passwords: PasswordChecker, metrics: AppMetrics) {
+    init(database: OwnerDatabase, settings: Settings, passwords: PasswordChecker, live: LiveHub, metrics: AppMetrics) {
         self.database = database
+        self.live = live
         self.settings = settings
         self.passwords = passwords
         self.metrics = metrics
@@ -72,6 +74,8 @@ public struct OwnerAPI: Sendable {
         // The two routes the page polls look the session up in the statement that reads what they answer.
         api.get("outlets", use: listOutlets)
         api.get("outlets/:code", use: showOutlet)
+        // The page's live values: one stream per page, its session checked at every read (``LiveHub``).
+        api.get("live", use: liveOutlets)
         let owner = api.group()
             .add(middleware: BearerTokenAuthenticator(database: database))
             .add(middleware: IsAuthenticatedMiddleware<OwnerRequestContext>())

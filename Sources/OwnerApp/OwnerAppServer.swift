@@ -10,6 +10,7 @@ import ServiceLifecycle
 public struct OwnerAppServer: Service {
     let database: OwnerDatabase
     let passwords: PasswordChecker
+    let live: LiveHub
     let application: Application<RouterResponder<OwnerRequestContext>>
 
     /// Fails when `listen` is not `host:port`. `onServerRunning` receives the port bound (tests listen on port 0).
@@ -27,8 +28,11 @@ public struct OwnerAppServer: Service {
             reconnectDelayMax: configuration.database.reconnectDelayMaxSeconds, logger: logger)
         let threads = configuration.app.passwordHashThreads
         passwords = PasswordChecker(threads: threads, queueLength: 4 * threads)
+        live = LiveHub(
+            settings: Self.liveSettings(configuration.app), database: database,
+            metrics: AppMetrics(factory: metricsFactory), logger: logger)
         let router = Self.router(
-            database: database, configuration: configuration.app, passwords: passwords,
+            database: database, configuration: configuration.app, passwords: passwords, live: live,
             metricsFactory: metricsFactory, logger: logger)
         application = Application(
             router: router, configuration: .init(address: .hostname(host, port: port), serverName: "outletd-app"),
@@ -39,7 +43,7 @@ public struct OwnerAppServer: Service {
     /// Every route of the app, the API and the page, behind the middleware every answer passes.
     static func router(
         database: OwnerDatabase, configuration: OutletdConfiguration.AppSettings, passwords: PasswordChecker,
-        metricsFactory: any MetricsFactory, logger: Logger
+        live: LiveHub, metricsFactory: any MetricsFactory, logger: Logger
     ) -> Router<OwnerRequestContext> {
         let router = Router(context: OwnerRequestContext.self)
         router.add(middleware: SecurityHeadersMiddleware(logger: logger))
@@ -49,7 +53,8 @@ public struct OwnerAppServer: Service {
             sessionLifetimeSeconds: configuration.sessionLifetimeHours * 3_600,
             claimRequiresKey: configuration.claimRequiresKey)
         OwnerAPI(
-            database: database, settings: settings, passwords: passwords, metrics: AppMetrics(factory: metricsFactory)
+            database: database, settings: settings, passwords: passwords, live: live,
+            metrics: AppMetrics(factory: metricsFactory)
         )
         .register(on: router)
         OwnerPage.register(on: router)
@@ -61,8 +66,10 @@ public struct OwnerAppServer: Service {
         let database = OwnerDatabase(connectionString: "", reconnectDelayMax: 1, logger: logger)
         let passwords = PasswordChecker(threads: 1, queueLength: 1)
         defer { passwords.stop() }
+        let metrics = AppMetrics(factory: NOOPMetricsHandler.instance)
+        let live = LiveHub(settings: .init(), database: database, metrics: metrics, logger: logger)
         let router = Self.router(
-            database: database, configuration: .init(), passwords: passwords,
+            database: database, configuration: .init(), passwords: passwords, live: live,
             metricsFactory: NOOPMetricsHandler.instance, logger: logger)
         return Set(
             router.routes.map { route -> String in
@@ -71,18 +78,36 @@ public struct OwnerAppServer: Service {
             }.filter { $0.contains(" /api/") })
     }
 
+    static func liveSettings(_ app: OutletdConfiguration.AppSettings) -> LiveHub.Settings {
+        .init(
+            intervalSeconds: app.liveIntervalSeconds, maxStreams: app.maxLiveStreams,
+            maxStreamsPerOwner: app.maxLiveStreamsPerOwner)
+    }
+
     public func run() async throws {
         database.start()
         defer { passwords.stop() }
+        let live = live
+        let ticker = Task { await live.run() }
         do {
             // The decoy hash an unknown user name is checked against, made now (on a password thread), so the
             // first such login takes no longer than any other.
             _ = try await passwords.verify("", hash: PasswordHasher.decoy)
-            try await application.run()
+            // The live streams never end on their own: the graceful shutdown ends them, so that the server can
+            // finish its requests.
+            try await withGracefulShutdownHandler {
+                try await application.run()
+            } onGracefulShutdown: {
+                live.stop()
+            }
         } catch {
+            live.stop()
+            ticker.cancel()
             await database.stop()
             throw error
         }
+        live.stop()
+        ticker.cancel()
         await database.stop()
     }
 }

@@ -39,6 +39,9 @@ extension HTTPField.Name {
     static let referrerPolicy = literal("Referrer-Policy")
     static let xFrameOptions = literal("X-Frame-Options")
     static let xForwardedFor = literal("X-Forwarded-For")
+    /// A proxy that buffers responses (nginx does by default) would hold a live stream's events back: `no` asks it
+    /// not to.
+    static let xAccelBuffering = literal("X-Accel-Buffering")
 
     /// A field name written in the source, valid by construction.
     private static func literal(_ name: String) -> HTTPField.Name {

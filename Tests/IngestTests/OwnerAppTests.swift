@@ -1,3 +1,4 @@
+import Config
 import Foundation
 import Hummingbird
 import Logging
@@ -52,9 +53,12 @@ import Yams
         }
     }
 
-    static func withApp<T>(_ body: (App) async throws -> T) async throws -> T {
+    static func withApp<T>(
+        configure: (inout OutletdConfiguration) -> Void = { _ in }, _ body: (App) async throws -> T
+    ) async throws -> T {
         let url = try Harness.migratedDatabase()
-        let configuration = try Harness.configuration(databaseURL: url)
+        var configuration = try Harness.configuration(databaseURL: url)
+        configure(&configuration)
         let connection = try PostgresConnection(connectionString: url)
         defer { connection.close() }
         let store = OwnerStore(connection: connection)
@@ -294,6 +298,7 @@ import Yams
                 "POST /api/v1/login": ("/api/v1/login", #"{"username":"bob","password":"bob-password-2"}"#),
                 "POST /api/v1/logout": ("/api/v1/logout", nil),
                 "GET /api/v1/outlets": ("/api/v1/outlets", nil),
+                "GET /api/v1/live": ("/api/v1/live", nil),
                 "POST /api/v1/outlets": ("/api/v1/outlets", try app.claimBody("kit-1", "Mine")),
                 "GET /api/v1/outlets/{code}": ("/api/v1/outlets/kit-1", nil),
                 "PATCH /api/v1/outlets/{code}": ("/api/v1/outlets/kit-1", #"{"name":"Mine"}"#),
@@ -319,6 +324,17 @@ import Yams
             for route in registered.sorted() where route != "POST /api/v1/logout" {
                 let method = String(route.split(separator: " ")[0])
                 guard let (path, body) = asBob[route] else { continue }
+                if route == "GET /api/v1/live" {
+                    // A stream: bob's first event lists his outlet alone; no session, no stream.
+                    let stream = try await LiveStreamClient.open(port: app.port, token: bob)
+                    let first = try await stream.next()
+                    stream.close()
+                    #expect(first?.data.contains("kit-2") == true && first?.data.contains("kit-1") == false)
+                    let anonymous = try await LiveStreamClient.open(port: app.port, token: nil)
+                    let bogus = try await LiveStreamClient.open(port: app.port, token: "bogus-token")
+                    #expect(anonymous.status == 401 && bogus.status == 401)
+                    continue
+                }
                 let response = try await app.send(method, path, token: bob, body: body)
                 switch route {
                 case "POST /api/v1/login":
@@ -611,7 +627,7 @@ import Yams
             }
         }
         let registered = Self.registeredAPIRoutes()
-        #expect(registered.count == 16)
+        #expect(registered.count == 17)
         #expect(
             documented == registered,
             "only documented: \(documented.subtracting(registered)); only served: \(registered.subtracting(documented))"

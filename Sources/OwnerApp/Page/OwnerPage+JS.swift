@@ -1,6 +1,7 @@
 extension OwnerPage {
-    /// The page's script: screens, polling of live values and commands, the SVG chart, English and pt-BR; the
-    /// detail's automations are OwnerPage+Automations.swift's `automationsJS`, inside the same closure.
+    /// The page's script: screens, live values (OwnerPage+Live.swift's `liveJS`: a stream, else polling), commands,
+    /// the SVG chart, English and pt-BR; the detail's automations are OwnerPage+Automations.swift's `automationsJS`,
+    /// inside the same closure.
     static let appJS = #"""
         "use strict";
         (function () {
@@ -56,7 +57,8 @@ extension OwnerPage {
           var numberFormat = new Intl.NumberFormat(language, { maximumFractionDigits: 1, minimumFractionDigits: 1 });
 
           var state = { token: sessionStorage.getItem("outletd-token"), screen: null, code: null, outlet: null,
-                        timer: null, commandTimer: null };
+                        timer: null, commandTimer: null,
+                        live: { controller: null, connected: false, outlets: null, retry: null, delay: 30000 } };
 
           function $(id) { return document.getElementById(id); }
           function watts(value) { return value === null || value === undefined ? "–" : numberFormat.format(value) + " W"; }
@@ -101,13 +103,23 @@ extension OwnerPage {
             for (var i = 0; i < names.length; i++) $("screen-" + names[i]).hidden = names[i] !== screen;
             $("logout").hidden = screen === "login";
             state.screen = screen;
-            if (state.timer) { clearInterval(state.timer); state.timer = null; }
-            if (screen === "outlets") { loadOutlets(); state.timer = setInterval(loadOutlets, 3000); }
-            if (screen === "detail") { openAutomations(); loadDetail(); state.timer = setInterval(loadDetail, 3000); }
+            if (screen !== "login") startLive();
+            if (screen === "outlets") loadOutlets();
+            if (screen === "detail") { openAutomations(); loadDetail(); }
             if (screen === "chart") loadChart();
+            schedule();
+          }
+
+          // What the open screen polls: with the live stream, the list nothing and the detail its figures and cost
+          // once a minute; without it, both every 3 s.
+          function schedule() {
+            if (state.timer) { clearInterval(state.timer); state.timer = null; }
+            if (state.screen === "outlets" && !state.live.connected) state.timer = setInterval(loadOutlets, 3000);
+            if (state.screen === "detail") state.timer = setInterval(loadDetail, state.live.connected ? 60000 : 3000);
           }
 
           function endSession(message) {
+            stopLive();
             state.token = null;
             sessionStorage.removeItem("outletd-token");
             $("login-error").textContent = message || "";
@@ -115,35 +127,37 @@ extension OwnerPage {
           }
 
           function loadOutlets() {
-            api("GET", "/outlets").then(function (outlets) {
-              var list = $("outlet-list");
-              list.textContent = "";
-              $("outlets-empty").hidden = outlets.length > 0;
-              outlets.forEach(function (outlet) {
-                var item = document.createElement("li");
-                var button = document.createElement("button");
-                button.type = "button";
-                button.className = "outlet";
-                button.setAttribute("data-code", outlet.code);
-                var left = document.createElement("span");
-                var name = document.createElement("strong");
-                name.textContent = outlet.name;
-                var meta = document.createElement("span");
-                meta.className = "muted";
-                meta.textContent = " " + outlet.code + " · " + onlineText(outlet.online) + " · " + stateText(outlet.state);
-                left.appendChild(name);
-                left.appendChild(meta);
-                var power = document.createElement("span");
-                power.className = "power";
-                power.textContent = watts(outlet.power_watts);
-                button.appendChild(left);
-                button.appendChild(power);
-                button.addEventListener("click", function () { state.code = outlet.code; show("detail"); });
-                item.appendChild(button);
-                list.appendChild(item);
-              });
-              $("outlets-updated").textContent = t.updated + new Date().toLocaleTimeString(language);
-            }).catch(function () {});
+            api("GET", "/outlets").then(renderOutlets).catch(function () {});
+          }
+
+          function renderOutlets(outlets) {
+            var list = $("outlet-list");
+            list.textContent = "";
+            $("outlets-empty").hidden = outlets.length > 0;
+            outlets.forEach(function (outlet) {
+              var item = document.createElement("li");
+              var button = document.createElement("button");
+              button.type = "button";
+              button.className = "outlet";
+              button.setAttribute("data-code", outlet.code);
+              var left = document.createElement("span");
+              var name = document.createElement("strong");
+              name.textContent = outlet.name;
+              var meta = document.createElement("span");
+              meta.className = "muted";
+              meta.textContent = " " + outlet.code + " · " + onlineText(outlet.online) + " · " + stateText(outlet.state);
+              left.appendChild(name);
+              left.appendChild(meta);
+              var power = document.createElement("span");
+              power.className = "power";
+              power.textContent = watts(outlet.power_watts);
+              button.appendChild(left);
+              button.appendChild(power);
+              button.addEventListener("click", function () { state.code = outlet.code; show("detail"); });
+              item.appendChild(button);
+              list.appendChild(item);
+            });
+            $("outlets-updated").textContent = t.updated + new Date().toLocaleTimeString(language);
           }
 
           function loadDetail() {
@@ -154,8 +168,7 @@ extension OwnerPage {
               $("detail-name").textContent = outlet.name;
               $("detail-code").textContent = outlet.code;
               $("detail-description").textContent = outlet.description;
-              $("detail-online").textContent = onlineText(outlet.online);
-              $("detail-power").textContent = watts(outlet.power_watts);
+              showLiveValues(outlet);
               $("detail-average").textContent = watts(outlet.average_power_watts);
               $("detail-peak").textContent = watts(outlet.peak_power_watts);
               $("detail-energy").textContent = wattHours(outlet.energy_wh);
@@ -165,13 +178,19 @@ extension OwnerPage {
               $("detail-standby").textContent = outlet.standby_watts === null ? "–"
                 : watts(outlet.standby_watts) + (outlet.standby_month_cost === null ? ""
                   : " · " + money(outlet.standby_month_cost, outlet.currency) + t.perMonth);
-              var stateNode = $("detail-state");
-              stateNode.textContent = stateText(outlet.state);
-              stateNode.className = outlet.state || "";
               showAutomationGlance(outlet);
             }).catch(function (error) {
               if (error.status === 404) show("outlets");
             });
+          }
+
+          // What the live stream also carries: online, power and state.
+          function showLiveValues(outlet) {
+            $("detail-online").textContent = onlineText(outlet.online);
+            $("detail-power").textContent = watts(outlet.power_watts);
+            var stateNode = $("detail-state");
+            stateNode.textContent = stateText(outlet.state);
+            stateNode.className = outlet.state || "";
           }
 
           function switchTo(value) {
@@ -309,6 +328,8 @@ extension OwnerPage {
           }
 
           \#(automationsJS)
+
+          \#(liveJS)
 
           function start() {
             translate();

@@ -65,6 +65,28 @@ extension OwnerStore {
             ) o ON true
             """)
 
+    /// $1 the tokens of the app's open live streams (``liveOutlets(tokens:)``): for each one whose session is active,
+    /// its position in $1 (from 1), then each outlet of its user (by name, code), or one row of NULL outlet columns
+    /// when it has none. One statement for every open page, whatever their number.
+    static let liveOutletsStatement = Statement(
+        name: "owner_live_outlets",
+        sql: """
+            WITH who AS (
+                SELECT w.ord, u.id
+                FROM unnest($1::text[]) WITH ORDINALITY AS w(token, ord)
+                JOIN app_sessions s ON s.token_hash = sha256(convert_to(w.token, 'UTF8'))
+                JOIN app_users u ON u.id = s.user_id
+                WHERE s.revoked_at IS NULL AND s.expires_at > clock_timestamp() AND NOT u.disabled
+            )
+            SELECT who.ord, o.*
+            FROM who LEFT JOIN LATERAL (
+                SELECT \(outletColumns)
+                FROM devices d LEFT JOIN rollup_tails t ON t.device_id = d.id
+                WHERE d.owner_id = who.id
+            ) o ON true
+            ORDER BY who.ord, o.name, o.code
+            """)
+
     static let outletsStatement = Statement(
         name: "owner_outlets",
         sql: """
@@ -110,8 +132,8 @@ extension OwnerStore {
 
     /// Every statement ``prepareStatements(_:)`` prepares: these and the detail's automation glance.
     public static let statements = [
-        sessionStatement, sessionOutletsStatement, sessionOutletStatement, outletsStatement, outletStatement,
-        figuresStatement, localDayStatement,
+        sessionStatement, sessionOutletsStatement, sessionOutletStatement, liveOutletsStatement, outletsStatement,
+        outletStatement, figuresStatement, localDayStatement,
         Statement(name: AutomationStore.glanceStatementName, sql: AutomationStore.glanceSQL),
     ]
 
@@ -130,16 +152,19 @@ extension OwnerStore {
 
     /// The outlets of `result`'s rows from `column` on (``outletColumns``' order); a row whose code is NULL is none.
     private static func outlets(_ result: PostgresResult, from column: Int = 0) throws -> [OwnedOutlet] {
-        try (0..<result.rowCount).compactMap { row in
-            guard let code = result[row, column] else { return nil }
-            return OwnedOutlet(
-                code: code, name: result[row, column + 1] ?? "", description: result[row, column + 2] ?? "",
-                online: try result.bool(row: row, column: column + 3),
-                state: result[row, column + 4].flatMap(SwitchState.init(rawValue:)),
-                powerWatts: try result.double(row: row, column: column + 5),
-                updatedAt: try result.date(row: row, column: column + 6),
-                timeZone: result[row, column + 7] ?? "UTC")
-        }
+        try (0..<result.rowCount).compactMap { try outlet(result, row: $0, from: column) }
+    }
+
+    /// The outlet of `row` from `column` on, or nil when its code is NULL.
+    private static func outlet(_ result: PostgresResult, row: Int, from column: Int) throws -> OwnedOutlet? {
+        guard let code = result[row, column] else { return nil }
+        return OwnedOutlet(
+            code: code, name: result[row, column + 1] ?? "", description: result[row, column + 2] ?? "",
+            online: try result.bool(row: row, column: column + 3),
+            state: result[row, column + 4].flatMap(SwitchState.init(rawValue:)),
+            powerWatts: try result.double(row: row, column: column + 5),
+            updatedAt: try result.date(row: row, column: column + 6),
+            timeZone: result[row, column + 7] ?? "UTC")
     }
 
     /// The session of the first row's first three columns, or nil when there is no row.
@@ -178,6 +203,23 @@ extension OwnerStore {
             let start = try result.date(row: 0, column: 11), let end = try result.date(row: 0, column: 12)
         else { return (session, nil) }
         return (session, (outlet, start, end))
+    }
+
+    /// For each of `tokens` whose session is active (as ``session(token:)`` finds it), its user's outlets by name
+    /// then code, keyed by the token's index in `tokens`; an index is absent when its session has ended.
+    public func liveOutlets(tokens: [String]) throws -> [Int: [OwnedOutlet]] {
+        guard !tokens.isEmpty else { return [:] }
+        let result = try run(Self.liveOutletsStatement, [tokens])
+        var outlets: [Int: [OwnedOutlet]] = [:]
+        outlets.reserveCapacity(tokens.count)
+        for row in 0..<result.rowCount {
+            guard let ordinal = try result.int64(row: row, column: 0), (1...Int64(tokens.count)).contains(ordinal)
+            else { continue }
+            // A row of NULL outlet columns: a session whose user has no outlet.
+            let outlet = try Self.outlet(result, row: row, from: 1)
+            outlets[Int(ordinal) - 1, default: []] += outlet.map { [$0] } ?? []
+        }
+        return outlets
     }
 
     // MARK: Outlets, keyed by owner

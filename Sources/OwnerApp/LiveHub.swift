@@ -1,0 +1,216 @@
+import Foundation
+import Logging
+import NIOCore
+import Runtime
+import Storage
+
+/// The open pages' live values (`GET /api/v1/live`, server-sent events): one stream per open page, and one
+/// statement every `app.live_interval_seconds` that reads the outlets of every open page's owner at once
+/// (``OwnerStore/liveOutlets(tokens:)``), instead of one poll per page every 3 s. A page is sent its owner's outlet
+/// list when it opens, then again only when something in it changed (power, state, online, a name, an outlet
+/// claimed or released), or after `repeatSeconds` unchanged, so the page and any proxy between know the stream
+/// is alive.
+///
+/// The same statement checks each stream's session as ``OwnerStore/session(token:)`` does: a stream whose session
+/// was ended (logout, expiry, `outletd user disable`) is sent `event: end` and closed at the next read. What a
+/// stream carries is read by its own session's user id, so it carries that owner's outlets and no one else's.
+///
+/// Each stream holds at most one event not yet written (the newest): a reader too slow for the interval skips
+/// states, it never makes the server buffer. Streams are bounded per owner and in all (``Settings``).
+final class LiveHub: Sendable {
+    struct Settings: Sendable {
+        var intervalSeconds = 3.0
+        var maxStreams = 10_000
+        var maxStreamsPerOwner = 8
+        /// An unchanged list is sent again after this, seconds.
+        var repeatSeconds = 15.0
+    }
+
+    /// What ``open(userID:token:outlets:now:)`` answers.
+    enum Admission {
+        case admitted(id: Int, events: AsyncStream<ByteBuffer>)
+        case ownerLimit
+        case full
+        case stopped
+    }
+
+    private struct Subscriber {
+        let userID: Int64
+        let token: String
+        let continuation: AsyncStream<ByteBuffer>.Continuation
+        var outlets: [OwnedOutlet]
+        var sentAt: Date
+    }
+
+    private struct State {
+        var subscribers: [Int: Subscriber] = [:]
+        var perOwner: [Int64: Int] = [:]
+        var nextID = 0
+        var stopped = false
+    }
+
+    let settings: Settings
+    private let database: OwnerDatabase
+    private let metrics: AppMetrics
+    private let logger: Logger
+    private let state = Guarded(State())
+
+    init(settings: Settings, database: OwnerDatabase, metrics: AppMetrics, logger: Logger) {
+        self.settings = settings
+        self.database = database
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Streams open now.
+    var openStreams: Int { state.withLock { $0.subscribers.count } }
+
+    /// Admits a stream for `userID`'s session `token`, whose outlets were just read (the caller sends them first):
+    /// the events that follow, or why not.
+    func open(userID: Int64, token: String, outlets: [OwnedOutlet], now: Date = Date()) -> Admission {
+        let (events, continuation) = AsyncStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingNewest(1))
+        let admission = state.update { state -> Admission in
+            guard !state.stopped else { return .stopped }
+            guard state.subscribers.count < settings.maxStreams else { return .full }
+            guard state.perOwner[userID, default: 0] < settings.maxStreamsPerOwner else { return .ownerLimit }
+            state.nextID += 1
+            state.subscribers[state.nextID] = Subscriber(
+                userID: userID, token: token, continuation: continuation, outlets: outlets, sentAt: now)
+            state.perOwner[userID, default: 0] += 1
+            return .admitted(id: state.nextID, events: events)
+        }
+        switch admission {
+        case .admitted(let id, _):
+            // However the stream ends (the client left, the session ended, the server stops), its slot is freed.
+            continuation.onTermination = { [weak self] _ in self?.close(id) }
+            metrics.liveStreams(openStreams)
+        case .ownerLimit, .full, .stopped:
+            continuation.finish()
+            metrics.liveRefused(admission.reason)
+        }
+        return admission
+    }
+
+    /// Forgets stream `id` (its client left or it ended).
+    func close(_ id: Int) {
+        let count = state.update { state -> Int? in
+            guard let subscriber = state.subscribers.removeValue(forKey: id) else { return nil }
+            let left = state.perOwner[subscriber.userID, default: 1] - 1
+            state.perOwner[subscriber.userID] = left > 0 ? left : nil
+            return state.subscribers.count
+        }
+        if let count { metrics.liveStreams(count) }
+    }
+
+    /// Reads and pushes every interval until ``stop()`` or cancellation: at fixed instants, so that a read that takes
+    /// long does not stretch the interval (an instant missed is skipped).
+    func run() async {
+        let interval = max(0.01, settings.intervalSeconds)
+        var next = Date().addingTimeInterval(interval)
+        while !Task.isCancelled, !state.withLock({ $0.stopped }) {
+            let wait = next.timeIntervalSinceNow
+            if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
+            await tick()
+            next = next.addingTimeInterval(interval * max(1, (-next.timeIntervalSinceNow / interval).rounded(.up)))
+        }
+    }
+
+    /// Ends every stream (`event: end`, the server is stopping) and admits no more.
+    func stop() {
+        let continuations = state.update { state in
+            state.stopped = true
+            return state.subscribers.values.map(\.continuation)
+        }
+        let end = Self.end("the server is stopping")
+        for continuation in continuations {
+            continuation.yield(end)
+            continuation.finish()
+        }
+    }
+
+    /// One read for every open stream, then an event to each whose list changed or was last sent `repeatSeconds`
+    /// ago, and `event: end` to each whose session has ended. A failed read skips the interval (the streams stay).
+    /// The events carry the instant the read began: their values are at least that new.
+    func tick() async {
+        let at = Date()
+        let watched = state.withLock { state in state.subscribers.map { ($0.key, $0.value.token) } }
+        guard !watched.isEmpty else { return }
+        var index: [String: Int] = [:]
+        var tokens: [String] = []
+        for (_, token) in watched where index[token] == nil {
+            index[token] = tokens.count
+            tokens.append(token)
+        }
+        let read: [Int: [OwnedOutlet]]
+        do {
+            let snapshot = tokens
+            read = try await database.run { try $0.liveOutlets(tokens: snapshot) }
+        } catch {
+            logger.warning("live values: the read failed, streams wait for the next interval: \(error)")
+            return
+        }
+        var sends: [(AsyncStream<ByteBuffer>.Continuation, [OwnedOutlet])] = []
+        var ended: [AsyncStream<ByteBuffer>.Continuation] = []
+        state.update { state in
+            for (id, token) in watched {
+                guard var subscriber = state.subscribers[id], let position = index[token] else { continue }
+                guard let outlets = read[position] else {
+                    ended.append(subscriber.continuation)
+                    continue
+                }
+                guard outlets != subscriber.outlets || at.timeIntervalSince(subscriber.sentAt) >= settings.repeatSeconds
+                else { continue }
+                subscriber.outlets = outlets
+                subscriber.sentAt = at
+                state.subscribers[id] = subscriber
+                sends.append((subscriber.continuation, outlets))
+            }
+        }
+        for (continuation, outlets) in sends { continuation.yield(Self.event(outlets, at: at)) }
+        let end = Self.end("the session has ended; log in again")
+        for continuation in ended {
+            continuation.yield(end)
+            continuation.finish()
+        }
+        metrics.liveEvents(sends.count)
+    }
+
+    // MARK: Events
+
+    /// What a stream starts with: how long a browser waits before reconnecting, then the list read on opening.
+    static func opening(_ outlets: [OwnedOutlet], at: Date) -> ByteBuffer {
+        var buffer = ByteBuffer(string: "retry: 5000\n\n")
+        var event = event(outlets, at: at)
+        buffer.writeBuffer(&event)
+        return buffer
+    }
+
+    /// `event: outlets`: the owner's outlets as `GET /api/v1/outlets` lists them, and when they were read; its id
+    /// is that instant in milliseconds since 1970.
+    static func event(_ outlets: [OwnedOutlet], at: Date) -> ByteBuffer {
+        let data = JSONOutput.object([
+            ("at", .string(JSONOutput.timestamp(at))),
+            ("outlets", .array(outlets.map { .object(OwnerAPI.members($0)) })),
+        ])
+        let milliseconds = Int64((at.timeIntervalSince1970 * 1_000).rounded(.down))
+        // JSONOutput escapes control characters in strings, so the data is one line.
+        return ByteBuffer(string: "id: \(milliseconds)\nevent: outlets\ndata: \(data.text)\n\n")
+    }
+
+    /// `event: end`: the stream closes after it, for `reason`.
+    static func end(_ reason: String) -> ByteBuffer {
+        ByteBuffer(string: "event: end\ndata: \(JSONOutput.object([("reason", .string(reason))]).text)\n\n")
+    }
+}
+
+extension LiveHub.Admission {
+    /// The metric's reason for a refusal.
+    var reason: String {
+        switch self {
+        case .admitted: "admitted"
+        case .ownerLimit: "owner_limit"
+        case .full: "full"
+        case .stopped: "stopping"
+        }
+    }
+}
