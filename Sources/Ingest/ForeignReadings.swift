@@ -62,7 +62,12 @@ public final class ForeignReadings: Sendable {
     /// first half is not written before then (or before it completes).
     var heldUntil: Date? {
         state.withLock { state in
-            [state.gen1Polls.nextExpiry, state.esphomeCycles.nextExpiry].compactMap { $0 }.min()
+            switch (state.gen1Polls.nextExpiry, state.esphomeCycles.nextExpiry) {
+            case (nil, nil): nil
+            case (let poll?, nil): poll
+            case (nil, let cycle?): cycle
+            case (let poll?, let cycle?): min(poll, cycle)
+            }
         }
     }
 

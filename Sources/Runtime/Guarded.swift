@@ -25,29 +25,30 @@ public final class Guarded<State: Sendable>: @unchecked Sendable {
         return try body(&state)
     }
 
-    /// Runs `body` under the lock, then wakes every waiter (the state changed).
+    /// Runs `body` under the lock, then wakes every waiter (the state changed). The lock is let go first, so a
+    /// woken waiter finds it free instead of sleeping again on it (waiters check their condition in a loop).
     public func update<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure)
         -> Result
     {
         condition.lock()
         defer {
-            condition.broadcast()
             condition.unlock()
+            condition.broadcast()
         }
         return try body(&state)
     }
 
     /// Waits, under the lock, until `isReady` holds for the state or `deadline` passes (nil: no deadline), then
     /// runs `body` with the state (also on a time-out: `body` receives whether it is ready). Wakes other waiters
-    /// when `body` may have changed the state.
+    /// when `body` may have changed the state, after letting go of the lock.
     public func wait<Result, Failure: Error>(
         until deadline: Date?, for isReady: (State) -> Bool,
         then body: (inout State, _ ready: Bool) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         condition.lock()
         defer {
-            condition.broadcast()
             condition.unlock()
+            condition.broadcast()
         }
         while !isReady(state) {
             if let deadline {

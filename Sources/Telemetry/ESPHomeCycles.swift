@@ -44,7 +44,13 @@ public struct ESPHomeCycles<Outlet: Hashable & Sendable>: Sendable {
     public init() {}
 
     /// When the oldest open cycle expires (`nil` when none is open).
-    public var nextExpiry: Date? { open.values.lazy.map(\.openedAt).min()?.addingTimeInterval(Self.window) }
+    /// As ``ShellyGen1Polls/nextExpiry``: a plain loop, asked for every batch and every foreign message.
+    public var nextExpiry: Date? {
+        guard !open.isEmpty else { return nil }
+        var oldest = Date.distantFuture
+        for cycle in open.values where cycle.openedAt < oldest { oldest = cycle.openedAt }
+        return oldest.addingTimeInterval(Self.window)
+    }
 
     /// Whether any cycle waits for more values.
     public var isEmpty: Bool { open.isEmpty }

@@ -38,8 +38,13 @@ public struct ShellyGen1Polls<Outlet: Hashable & Sendable>: Sendable {
     public init() {}
 
     /// When the oldest open poll expires (`nil` when none is open): the writer waits no longer for its half.
+    /// Asked for every batch and every foreign message, mostly with none open: a plain loop (a key path here was
+    /// built anew on every call, a tenth of live ingest's CPU).
     public var nextExpiry: Date? {
-        open.values.lazy.map(\.openedAt).min()?.addingTimeInterval(Self.window)
+        guard !open.isEmpty else { return nil }
+        var oldest = Date.distantFuture
+        for poll in open.values where poll.openedAt < oldest { oldest = poll.openedAt }
+        return oldest.addingTimeInterval(Self.window)
     }
 
     /// Whether any poll waits for its other half.
