@@ -22,9 +22,12 @@ enum JSONOutput {
 
     /// RFC 3339 in UTC with milliseconds: `2026-11-25T08:10:00.250Z`.
     static func timestamp(_ date: Date) -> String {
-        date.formatted(
-            Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: TimeZone(identifier: "UTC") ?? .gmt))
+        date.formatted(utcMilliseconds)
     }
+
+    /// Made once: making the style (and looking up its time zone) cost more than formatting with it.
+    private static let utcMilliseconds = Date.ISO8601FormatStyle(
+        includingFractionalSeconds: true, timeZone: TimeZone(identifier: "UTC") ?? .gmt)
 
     var text: String {
         switch self {
