@@ -4,9 +4,10 @@ import NIOCore
 import Runtime
 import Storage
 
-/// The open pages' live values (`GET /api/v1/live`, server-sent events): one stream per open page, and one
-/// statement every `app.live_interval_seconds` that reads the outlets of every open page's owner at once
-/// (``OwnerStore/liveOutlets(tokens:)``), instead of one poll per page every 3 s. A page is sent its owner's outlet
+/// The open pages' live values (`GET /api/v1/live`, server-sent events): one stream per open page, and every
+/// `app.live_interval_seconds` one statement per `readChunk` open sessions that reads their owners' outlets
+/// (``OwnerStore/liveOutlets(sessions:)``), instead of one poll per page every 3 s. Chunks keep each read short,
+/// so a page's values leave soon after they were read and the app's other queries never wait behind a long one. A page is sent its owner's outlet
 /// list when it opens, then again only when something in it changed (power, state, online, a name, an outlet
 /// claimed or released), or after `repeatSeconds` unchanged, so the page and any proxy between know the stream
 /// is alive.
@@ -24,6 +25,8 @@ final class LiveHub: Sendable {
         var maxStreamsPerOwner = 8
         /// An unchanged list is sent again after this, seconds.
         var repeatSeconds = 15.0
+        /// Sessions read by one statement.
+        var readChunk = 500
     }
 
     /// What ``open(userID:token:outlets:now:)`` answers.
@@ -36,7 +39,7 @@ final class LiveHub: Sendable {
 
     private struct Subscriber {
         let userID: Int64
-        let token: String
+        let sessionID: Int64
         let continuation: AsyncStream<ByteBuffer>.Continuation
         var outlets: [OwnedOutlet]
         var sentAt: Date
@@ -65,9 +68,10 @@ final class LiveHub: Sendable {
     /// Streams open now.
     var openStreams: Int { state.withLock { $0.subscribers.count } }
 
-    /// Admits a stream for `userID`'s session `token`, whose outlets were just read (the caller sends them first):
-    /// the events that follow, or why not.
-    func open(userID: Int64, token: String, outlets: [OwnedOutlet], now: Date = Date()) -> Admission {
+    /// Admits a stream for `session`, whose outlets were just read (the caller sends them first): the events that
+    /// follow, or why not.
+    func open(session: OwnerSession, outlets: [OwnedOutlet], now: Date = Date()) -> Admission {
+        let userID = session.userID
         let (events, continuation) = AsyncStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingNewest(1))
         let admission = state.update { state -> Admission in
             guard !state.stopped else { return .stopped }
@@ -75,7 +79,8 @@ final class LiveHub: Sendable {
             guard state.perOwner[userID, default: 0] < settings.maxStreamsPerOwner else { return .ownerLimit }
             state.nextID += 1
             state.subscribers[state.nextID] = Subscriber(
-                userID: userID, token: token, continuation: continuation, outlets: outlets, sentAt: now)
+                userID: userID, sessionID: session.sessionID, continuation: continuation, outlets: outlets,
+                sentAt: now)
             state.perOwner[userID, default: 0] += 1
             return .admitted(id: state.nextID, events: events)
         }
@@ -128,73 +133,98 @@ final class LiveHub: Sendable {
         }
     }
 
-    /// One read for every open stream, then an event to each whose list changed or was last sent `repeatSeconds`
-    /// ago, and `event: end` to each whose session has ended. A failed read skips the interval (the streams stay).
-    /// The events carry the instant the read began: their values are at least that new.
+    /// Reads every open stream's outlets, `readChunk` sessions a statement, and after each read sends an event to
+    /// each stream whose list changed or was last sent `repeatSeconds` ago, and `event: end` to each whose session
+    /// has ended. A failed read skips the rest of the interval (the streams stay).
     func tick() async {
-        let at = Date()
-        let watched = state.withLock { state in state.subscribers.map { ($0.key, $0.value.token) } }
+        let watched = state.withLock { state in state.subscribers.map { ($0.key, $0.value.sessionID) } }
         guard !watched.isEmpty else { return }
-        var index: [String: Int] = [:]
-        var tokens: [String] = []
-        for (_, token) in watched where index[token] == nil {
-            index[token] = tokens.count
-            tokens.append(token)
+        var streams: [Int64: [Int]] = [:]
+        var sessions: [Int64] = []
+        for (id, session) in watched {
+            if streams[session] == nil { sessions.append(session) }
+            streams[session, default: []].append(id)
         }
+        var start = 0
+        while start < sessions.count {
+            let chunk = Array(sessions[start..<min(start + max(1, settings.readChunk), sessions.count)])
+            start += chunk.count
+            guard await push(chunk, streams: streams) else { return }
+        }
+    }
+
+    /// One read of `sessions`, then their streams' events; false when the read failed. The events carry the
+    /// instant the read began: their values are at least that new.
+    private func push(_ sessions: [Int64], streams: [Int64: [Int]]) async -> Bool {
+        let at = Date()
         let read: [Int: [OwnedOutlet]]
         do {
-            let snapshot = tokens
-            read = try await database.run { try $0.liveOutlets(tokens: snapshot) }
+            read = try await database.run { try $0.liveOutlets(sessions: sessions) }
         } catch {
             logger.warning("live values: the read failed, streams wait for the next interval: \(error)")
-            return
+            return false
         }
         var sends: [(AsyncStream<ByteBuffer>.Continuation, [OwnedOutlet])] = []
         var ended: [AsyncStream<ByteBuffer>.Continuation] = []
         state.update { state in
-            for (id, token) in watched {
-                guard var subscriber = state.subscribers[id], let position = index[token] else { continue }
-                guard let outlets = read[position] else {
-                    ended.append(subscriber.continuation)
-                    continue
+            for (index, session) in sessions.enumerated() {
+                for id in streams[session] ?? [] {
+                    guard var subscriber = state.subscribers[id] else { continue }
+                    guard let outlets = read[index] else {
+                        ended.append(subscriber.continuation)
+                        continue
+                    }
+                    guard
+                        outlets != subscriber.outlets
+                            || at.timeIntervalSince(subscriber.sentAt) >= settings.repeatSeconds
+                    else { continue }
+                    subscriber.outlets = outlets
+                    subscriber.sentAt = at
+                    state.subscribers[id] = subscriber
+                    sends.append((subscriber.continuation, outlets))
                 }
-                guard outlets != subscriber.outlets || at.timeIntervalSince(subscriber.sentAt) >= settings.repeatSeconds
-                else { continue }
-                subscriber.outlets = outlets
-                subscriber.sentAt = at
-                state.subscribers[id] = subscriber
-                sends.append((subscriber.continuation, outlets))
             }
         }
-        for (continuation, outlets) in sends { continuation.yield(Self.event(outlets, at: at)) }
+        let stamp = Stamp(at)
+        for (continuation, outlets) in sends { continuation.yield(Self.event(outlets, stamp)) }
         let end = Self.end("the session has ended; log in again")
         for continuation in ended {
             continuation.yield(end)
             continuation.finish()
         }
         metrics.liveEvents(sends.count)
+        return true
     }
 
     // MARK: Events
 
+    /// When a read began, as an event shows it (made once for all the events of a read).
+    struct Stamp {
+        let text: String
+        let milliseconds: Int64
+
+        init(_ date: Date) {
+            text = JSONOutput.timestamp(date)
+            milliseconds = Int64((date.timeIntervalSince1970 * 1_000).rounded(.down))
+        }
+    }
+
     /// What a stream starts with: how long a browser waits before reconnecting, then the list read on opening.
     static func opening(_ outlets: [OwnedOutlet], at: Date) -> ByteBuffer {
         var buffer = ByteBuffer(string: "retry: 5000\n\n")
-        var event = event(outlets, at: at)
+        var event = event(outlets, Stamp(at))
         buffer.writeBuffer(&event)
         return buffer
     }
 
     /// `event: outlets`: the owner's outlets as `GET /api/v1/outlets` lists them, and when they were read; its id
     /// is that instant in milliseconds since 1970.
-    static func event(_ outlets: [OwnedOutlet], at: Date) -> ByteBuffer {
+    static func event(_ outlets: [OwnedOutlet], _ stamp: Stamp) -> ByteBuffer {
         let data = JSONOutput.object([
-            ("at", .string(JSONOutput.timestamp(at))),
-            ("outlets", .array(outlets.map { .object(OwnerAPI.members($0)) })),
+            ("at", .string(stamp.text)), ("outlets", .array(outlets.map { .object(OwnerAPI.members($0)) })),
         ])
-        let milliseconds = Int64((at.timeIntervalSince1970 * 1_000).rounded(.down))
         // JSONOutput escapes control characters in strings, so the data is one line.
-        return ByteBuffer(string: "id: \(milliseconds)\nevent: outlets\ndata: \(data.text)\n\n")
+        return ByteBuffer(string: "id: \(stamp.milliseconds)\nevent: outlets\ndata: \(data.text)\n\n")
     }
 
     /// `event: end`: the stream closes after it, for `reason`.

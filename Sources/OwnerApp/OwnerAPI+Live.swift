@@ -19,7 +19,7 @@ extension OwnerAPI {
                 message: "live updates are off here (app.max_live_streams: 0); poll GET /api/v1/outlets")
         }
         let openedAt = Date()
-        switch live.open(userID: session.userID, token: token, outlets: outlets, now: openedAt) {
+        switch live.open(session: session, outlets: outlets, now: openedAt) {
         case .ownerLimit:
             throw HTTPError(
                 .tooManyRequests, headers: [.retryAfter: "30"],

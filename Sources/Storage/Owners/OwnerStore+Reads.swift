@@ -16,7 +16,7 @@ extension OwnerStore {
 
     /// The session `token` stands for: `app_sessions` joined to its user, active and not disabled.
     private static let activeSession = """
-        SELECT u.id, u.name, s.expires_at
+        SELECT u.id, u.name, s.expires_at, s.id AS session_id
         FROM app_sessions s JOIN app_users u ON u.id = s.user_id
         WHERE s.token_hash = sha256(convert_to($1, 'UTF8')) AND s.revoked_at IS NULL
           AND s.expires_at > clock_timestamp() AND NOT u.disabled
@@ -31,13 +31,13 @@ extension OwnerStore {
 
     static let sessionStatement = Statement(name: "owner_session", sql: activeSession)
 
-    /// $1 token: the session's three columns, then each outlet of its user (by name, code), or one row of NULL
+    /// $1 token: the session's four columns, then each outlet of its user (by name, code), or one row of NULL
     /// outlet columns when it has none; no row without an active session.
     static let sessionOutletsStatement = Statement(
         name: "owner_session_outlets",
         sql: """
             WITH who AS (\(activeSession))
-            SELECT who.id, who.name, who.expires_at, o.*
+            SELECT who.id, who.name, who.expires_at, who.session_id, o.*
             FROM who LEFT JOIN LATERAL (
                 SELECT \(outletColumns)
                 FROM devices d LEFT JOIN rollup_tails t ON t.device_id = d.id
@@ -46,13 +46,13 @@ extension OwnerStore {
             ORDER BY o.name, o.code
             """)
 
-    /// $1 token, $2 code: the session's three columns, then the outlet if its user owns it and the start and end
+    /// $1 token, $2 code: the session's four columns, then the outlet if its user owns it and the start and end
     /// of its local today (as ``localDay(userID:code:date:)`` counts it), else NULLs; no row without a session.
     static let sessionOutletStatement = Statement(
         name: "owner_session_outlet",
         sql: """
             WITH who AS (\(activeSession))
-            SELECT who.id, who.name, who.expires_at, o.code, o.name, o.description, o.online, o.reported_state,
+            SELECT who.id, who.name, who.expires_at, who.session_id, o.code, o.name, o.description, o.online, o.reported_state,
                    o.power_watts, o.updated_at, o.time_zone,
                    o.today::timestamp AT TIME ZONE o.time_zone, (o.today + 1)::timestamp AT TIME ZONE o.time_zone
             FROM who LEFT JOIN LATERAL (
@@ -65,16 +65,17 @@ extension OwnerStore {
             ) o ON true
             """)
 
-    /// $1 the tokens of the app's open live streams (``liveOutlets(tokens:)``): for each one whose session is active,
-    /// its position in $1 (from 1), then each outlet of its user (by name, code), or one row of NULL outlet columns
-    /// when it has none. One statement for every open page, whatever their number.
+    /// $1 the session ids of the app's open live streams (``liveOutlets(sessions:)``): for each one still active
+    /// (the conditions of ``session(token:)``), its position in $1 (from 1), then each outlet of its user (by name,
+    /// code), or one row of NULL outlet columns when it has none. One statement for many open pages: by id, not by
+    /// token, because hashing thousands of tokens was a third of its time.
     static let liveOutletsStatement = Statement(
         name: "owner_live_outlets",
         sql: """
             WITH who AS (
                 SELECT w.ord, u.id
-                FROM unnest($1::text[]) WITH ORDINALITY AS w(token, ord)
-                JOIN app_sessions s ON s.token_hash = sha256(convert_to(w.token, 'UTF8'))
+                FROM unnest($1::bigint[]) WITH ORDINALITY AS w(session, ord)
+                JOIN app_sessions s ON s.id = w.session
                 JOIN app_users u ON u.id = s.user_id
                 WHERE s.revoked_at IS NULL AND s.expires_at > clock_timestamp() AND NOT u.disabled
             )
@@ -167,12 +168,12 @@ extension OwnerStore {
             timeZone: result[row, column + 7] ?? "UTC")
     }
 
-    /// The session of the first row's first three columns, or nil when there is no row.
+    /// The session of the first row's first four columns, or nil when there is no row.
     private static func session(_ result: PostgresResult) throws -> OwnerSession? {
         guard result.rowCount >= 1, let id = try result.int64(row: 0, column: 0),
-            let expiresAt = try result.date(row: 0, column: 2)
+            let expiresAt = try result.date(row: 0, column: 2), let sessionID = try result.int64(row: 0, column: 3)
         else { return nil }
-        return OwnerSession(userID: id, userName: result[0, 1] ?? "", expiresAt: expiresAt)
+        return OwnerSession(userID: id, userName: result[0, 1] ?? "", expiresAt: expiresAt, sessionID: sessionID)
     }
 
     // MARK: Sessions
@@ -189,7 +190,7 @@ extension OwnerStore {
     public func sessionAndOutlets(token: String) throws -> (session: OwnerSession, outlets: [OwnedOutlet])? {
         let result = try run(Self.sessionOutletsStatement, [token])
         guard let session = try Self.session(result) else { return nil }
-        return (session, try Self.outlets(result, from: 3))
+        return (session, try Self.outlets(result, from: 4))
     }
 
     /// The session `token` stands for, its user's outlet `code` (nil when not theirs) and the start and end of
@@ -199,21 +200,22 @@ extension OwnerStore {
     )? {
         let result = try run(Self.sessionOutletStatement, [token, code])
         guard let session = try Self.session(result) else { return nil }
-        guard let outlet = try Self.outlets(result, from: 3).first,
-            let start = try result.date(row: 0, column: 11), let end = try result.date(row: 0, column: 12)
+        guard let outlet = try Self.outlets(result, from: 4).first,
+            let start = try result.date(row: 0, column: 12), let end = try result.date(row: 0, column: 13)
         else { return (session, nil) }
         return (session, (outlet, start, end))
     }
 
-    /// For each of `tokens` whose session is active (as ``session(token:)`` finds it), its user's outlets by name
-    /// then code, keyed by the token's index in `tokens`; an index is absent when its session has ended.
-    public func liveOutlets(tokens: [String]) throws -> [Int: [OwnedOutlet]] {
-        guard !tokens.isEmpty else { return [:] }
-        let result = try run(Self.liveOutletsStatement, [tokens])
+    /// For each of `sessions` (``OwnerSession/sessionID``) still active (as ``session(token:)`` would find it), its
+    /// user's outlets by name then code, keyed by the session's index in `sessions`; an index is absent when its
+    /// session has ended.
+    public func liveOutlets(sessions: [Int64]) throws -> [Int: [OwnedOutlet]] {
+        guard !sessions.isEmpty else { return [:] }
+        let result = try run(Self.liveOutletsStatement, [sessions])
         var outlets: [Int: [OwnedOutlet]] = [:]
-        outlets.reserveCapacity(tokens.count)
+        outlets.reserveCapacity(sessions.count)
         for row in 0..<result.rowCount {
-            guard let ordinal = try result.int64(row: row, column: 0), (1...Int64(tokens.count)).contains(ordinal)
+            guard let ordinal = try result.int64(row: row, column: 0), (1...Int64(sessions.count)).contains(ordinal)
             else { continue }
             // A row of NULL outlet columns: a session whose user has no outlet.
             let outlet = try Self.outlet(result, row: row, from: 1)

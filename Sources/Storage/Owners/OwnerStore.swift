@@ -27,6 +27,8 @@ public struct OwnerSession: Sendable, Equatable {
     public var userID: Int64
     public var userName: String
     public var expiresAt: Date
+    /// The session's row (`app_sessions.id`): what a live stream is checked by at each read.
+    public var sessionID: Int64
 }
 
 /// An outlet as its owner sees it: the registry's row, its state and its newest reading.
