@@ -147,7 +147,7 @@ public final class BatchWriter: Service, Sendable {
 
         /// Reads and classifies; hands each batch to the committer. A batch the policy would end while the
         /// committer still writes the one before keeps growing meanwhile (up to `batchMaxRows`), reading
-        /// what arrives every 2 ms, and is handed over the moment the committer is free: under load the
+        /// what arrived every 2 ms, and is handed over within 2 ms of the committer being free: under load the
         /// batches are as large as one transaction's time lets them grow, as without the overlap.
         mutating func run() {
             let policy = writer.settings.flushPolicy
@@ -166,7 +166,13 @@ public final class BatchWriter: Service, Sendable {
                 guard waitForRegistry(), positionSpool() else { return }
                 let holding = state.holdingSince != nil
                 var (room, deadline) = policy.nextRead(state, now: Date())
-                if growing { deadline = Date().addingTimeInterval(0.002) }
+                if growing {
+                    // The batch grows while the committer writes the one before: what arrived in 2 ms is read at
+                    // once, not each few records as they arrive (live traffic comes a few messages at a time:
+                    // waking for each was a third of the writer's CPU at 20,000 readings/s).
+                    Thread.sleep(forTimeInterval: 0.002)
+                    deadline = Date()
+                }
                 let records: [SpoolRecord]
                 do {
                     records = try writer.spool.read(upTo: room, waitingUntil: deadline)

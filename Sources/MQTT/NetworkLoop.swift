@@ -26,6 +26,12 @@ import Foundation
 final class NetworkLoop: Sendable {
     /// Incoming packets handled before the queued PUBACKs are written.
     static let burst = 1_024
+    /// A burst of fewer packets than this is live traffic trickling in: the loop naps ``gatherMilliseconds``
+    /// before it polls again, so that the next read, spool append, PUBACK write and wake-up of the writer each
+    /// serve the packets of a millisecond instead of two or three (at 20,000 readings/s, 6,900 wake-ups a second
+    /// of three readings each were half of outletd's CPU). A wake-up (a publish, a stop) ends the nap.
+    static let gatherBelow = 64
+    static let gatherMilliseconds = 1
     /// How long a stopping loop keeps trying to write its DISCONNECT.
     static let stopFlushTimeout: Duration = .seconds(2)
 
@@ -132,7 +138,7 @@ final class NetworkLoop: Sendable {
             }
             // Readable, closed, failed, or writable (a TLS handshake in progress continues in the read call).
             let reads = acknowledging ? events & Int16(POLLERR | POLLHUP) != 0 : events != 0
-            if reads { readBurst() }
+            let handled = reads ? readBurst() : 0
             // Before any PUBACK of this read is written.
             if reads, let onReadEnd = state.onReadEnd { onReadEnd() }
             guard mosquitto_socket(handle.pointer) >= 0 else { continue }
@@ -144,6 +150,9 @@ final class NetworkLoop: Sendable {
             if mosquitto_socket(handle.pointer) >= 0 {
                 // Keepalive: PINGREQ when due, and a connection whose PINGRESP is overdue is closed.
                 _ = mosquitto_loop_misc(handle.pointer)
+            }
+            if handled > 0 && handled < Self.gatherBelow && stopDeadline == nil && !writeBacklogged {
+                waitForWake(milliseconds: Self.gatherMilliseconds)
             }
         }
     }
@@ -171,7 +180,8 @@ final class NetworkLoop: Sendable {
     /// "Handled" is counted as messages delivered plus publishes acknowledged, not by `errno`, which
     /// libmosquitto's internal calls may leave set on success. Any other packet (PINGRESP, SUBACK…) only ends
     /// a burst early.
-    private func readBurst() {
+    /// Returns the packets handled.
+    private func readBurst() -> Int {
         var handled = 0
         var before = packetsHandled
         while handled < Self.burst {
@@ -183,6 +193,7 @@ final class NetworkLoop: Sendable {
             handled += 1
             before = after
         }
+        return handled
     }
 
     private var packetsHandled: UInt64 {
