@@ -214,12 +214,29 @@ public struct OwnerAPI: Sendable {
             let cost: OwnedOutletCost
             if from == nil, let cached = costCache.cost(key) {
                 cost = cached
-            } else {
+            } else if from == nil {
+                // Today: the days before today and the standby may come from the cache; today is priced.
                 let pricedAt = Date()
+                let base: OwnedOutletCostBase
+                if let cached = costCache.base(key) {
+                    base = cached
+                } else {
+                    guard let priced = try store.costBase(userID: userID, code: code, todayStart: start) else {
+                        return .some(nil)
+                    }
+                    costCache.store(priced, for: key, pricedAt: pricedAt)
+                    base = priced
+                }
+                guard
+                    let priced = try store.cost(
+                        userID: userID, code: code, todayStart: start, todayEnd: end, base: base)
+                else { return .some(nil) }
+                costCache.store(priced, for: key, pricedAt: pricedAt)
+                cost = priced
+            } else {
                 guard let priced = try store.cost(userID: userID, code: code, from: start, to: end) else {
                     return .some(nil)
                 }
-                if from == nil { costCache.store(priced, for: key, pricedAt: pricedAt) }
                 cost = priced
             }
             // What the owner's automations do next and did last: one statement.

@@ -40,6 +40,21 @@ import Testing
         #expect(cache.cost(Self.key(1, "kit-2"), now: now) == Self.cost)
     }
 
+    /// The slow part (the month before today, the standby) outlives the figures: an hour, per owner and outlet,
+    /// forgotten with the outlet.
+    @Test func theMonthBeforeTodayIsKeptLongerAndForgottenWithTheOutlet() {
+        let cache = CostCache(lifetimeSeconds: 60, baseLifetimeSeconds: 3_600)
+        let base = OwnedOutletCostBase(
+            monthBeforeTodayCost: "12.3456789", standbyWatts: 2, standbyMonthCost: "1.000000")
+        let pricedAt = Date(timeIntervalSince1970: 1_795_040_000)
+        cache.store(base, for: Self.key(1), pricedAt: pricedAt)
+        #expect(cache.base(Self.key(1), now: pricedAt.addingTimeInterval(3_599)) == base)
+        #expect(cache.base(Self.key(1), now: pricedAt.addingTimeInterval(3_600)) == nil)
+        #expect(cache.base(Self.key(2), now: pricedAt) == nil)
+        cache.forget(code: "kit-1")
+        #expect(cache.base(Self.key(1), now: pricedAt) == nil)
+    }
+
     @Test func aLifetimeOfZeroKeepsNothingAndTheEntriesAreBounded() {
         let now = Date()
         let off = CostCache(lifetimeSeconds: 0)

@@ -1,4 +1,5 @@
 import Foundation
+import OwnerApp
 import Postgres
 import Storage
 import Telemetry
@@ -268,4 +269,59 @@ import Testing
             #expect(day.body.contains(#""cost":0.454425"#), "\(day.body)")
         }
     }
+
+    /// The detail prices today apart from the month before it (which the app keeps up to an hour): the two add up
+    /// to exactly what pricing the whole month to date gives, whatever the hour of the run.
+    @Test func todayPlusTheMonthBeforeItIsTheMonthToDate() throws {
+        let url = try Harness.migratedDatabase()
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
+        let store = OwnerStore(connection: connection)
+        let userID = try store.addUser(name: "ana", passwordHash: PasswordHasher.hash("ana-password-1"))
+        try DeviceStore(connection: connection).addMany(codes: ["kit-1"])
+        try DeviceStore(connection: connection).setTimeZone("kit-1", "America/Fortaleza")
+        _ = try Harness.scalar(url, "UPDATE devices SET owner_id = \(userID) WHERE code = 'kit-1' RETURNING code")
+        let deviceID = try #require(try DeviceStore(connection: connection).find("kit-1")?.id)
+        try Self.tariff(url, "branca", Self.everyMonth)
+        _ = try TestStack.run(
+            [try OutletdProcess.executable(), "tariff", "assign", "branca", "--outlet", "kit-1"],
+            environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
+        // Early this month (in a band on a weekday, or not), the last hours, and the ten minutes just gone.
+        let monthStart = try #require(
+            RFC3339.date(
+                from: try Harness.scalar(
+                    url,
+                    "SELECT to_char(date_trunc('month', now(), 'America/Fortaleza') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+                )))
+        let now = (Date().timeIntervalSince1970 / 60).rounded(.down) * 60
+        for (from, to) in [
+            (monthStart.timeIntervalSince1970 + 20.5 * 3_600, monthStart.timeIntervalSince1970 + 22 * 3_600),
+            (now - 5 * 3_600, now - 3 * 3_600), (now - 600, now - 60),
+        ] where from >= monthStart.timeIntervalSince1970 {
+            try Self.run(
+                connection, deviceID: deviceID, watts: 1_250,
+                from: Date(timeIntervalSince1970: from).formatted(.iso8601),
+                to: Date(timeIntervalSince1970: to).formatted(.iso8601))
+        }
+        let today = try #require(try store.localDay(userID: userID, code: "kit-1", date: nil))
+        let whole = try #require(try store.cost(userID: userID, code: "kit-1", from: today.start, to: today.end))
+        let base = try #require(try store.costBase(userID: userID, code: "kit-1", todayStart: today.start))
+        let split = try #require(
+            try store.cost(userID: userID, code: "kit-1", todayStart: today.start, todayEnd: today.end, base: base))
+        #expect(split == whole, "today apart: \(split), the whole month: \(whole)")
+        #expect(whole.monthToDateCost != nil && whole.currency == "BRL")
+        // Not the caller's outlet: nothing.
+        #expect(try store.costBase(userID: userID + 1, code: "kit-1", todayStart: today.start) == nil)
+    }
+
+    /// One price all day, every month: whatever the day the test runs on is priced.
+    static let everyMonth = """
+        currency: BRL
+        time_zone: America/Fortaleza
+        valid_from: 2020-01-01
+        price_per_kwh: 0.62
+        bands:
+          - {name: ponta, days: [mon, tue, wed, thu, fri], from: "18:00", to: "21:00", price_per_kwh: 1.38}
+        """
 }
