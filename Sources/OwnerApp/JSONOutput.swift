@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import Telemetry
 
 /// A JSON value the API answers with (nulls kept, keys in the order given, numbers as finite decimals).
@@ -30,18 +31,52 @@ enum JSONOutput {
         includingFractionalSeconds: true, timeZone: TimeZone(identifier: "UTC") ?? .gmt)
 
     var text: String {
+        var buffer = ByteBuffer()
+        write(to: &buffer)
+        return String(buffer: buffer)
+    }
+
+    /// Appends the value's JSON to `buffer`: straight into the response's bytes, not through a string per member.
+    func write(to buffer: inout ByteBuffer) {
         switch self {
-        case .null: "null"
-        case .bool(let value): value ? "true" : "false"
+        case .null: buffer.writeStaticString("null")
+        case .bool(let value): buffer.writeStaticString(value ? "true" : "false")
         case .number(let value):
             // Three decimals are more than any meter resolves; an integral value prints without them.
-            value.isFinite ? Self.decimal(value) : "null"
-        case .integer(let value): String(value)
-        case .decimal(let value): Self.isDecimal(value) ? value : "null"
-        case .string(let value): jsonString(value)
-        case .array(let values): "[" + values.map(\.text).joined(separator: ",") + "]"
+            if value.isFinite { buffer.writeString(Self.decimal(value)) } else { buffer.writeStaticString("null") }
+        case .integer(let value): buffer.writeString(String(value))
+        case .decimal(let value):
+            if Self.isDecimal(value) { buffer.writeString(value) } else { buffer.writeStaticString("null") }
+        case .string(let value): Self.writeString(value, to: &buffer)
+        case .array(let values):
+            buffer.writeInteger(UInt8(ascii: "["))
+            for (index, value) in values.enumerated() {
+                if index > 0 { buffer.writeInteger(UInt8(ascii: ",")) }
+                value.write(to: &buffer)
+            }
+            buffer.writeInteger(UInt8(ascii: "]"))
         case .object(let members):
-            "{" + members.map { jsonString($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
+            buffer.writeInteger(UInt8(ascii: "{"))
+            for (index, (name, value)) in members.enumerated() {
+                if index > 0 { buffer.writeInteger(UInt8(ascii: ",")) }
+                Self.writeString(name, to: &buffer)
+                buffer.writeInteger(UInt8(ascii: ":"))
+                value.write(to: &buffer)
+            }
+            buffer.writeInteger(UInt8(ascii: "}"))
+        }
+    }
+
+    /// A JSON string as ``jsonString(_:)`` writes it: text with nothing to escape (no quote, backslash, C0, DEL
+    /// or C1 control: in UTF-8 C1 starts with 0xC2) is copied as it is.
+    static func writeString(_ text: String, to buffer: inout ByteBuffer) {
+        let plain = text.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0x7F && $0 != 0xC2 }
+        if plain {
+            buffer.writeInteger(UInt8(ascii: "\""))
+            buffer.writeString(text)
+            buffer.writeInteger(UInt8(ascii: "\""))
+        } else {
+            buffer.writeString(jsonString(text))
         }
     }
 
@@ -61,8 +96,10 @@ enum JSONOutput {
 
     /// A response with this value as its body.
     func response(_ status: HTTPResponse.Status = .ok) -> Response {
-        Response(
+        var buffer = ByteBuffer()
+        write(to: &buffer)
+        return Response(
             status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-            body: .init(byteBuffer: ByteBuffer(string: text)))
+            body: .init(byteBuffer: buffer))
     }
 }

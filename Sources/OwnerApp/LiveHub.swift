@@ -5,7 +5,7 @@ import Runtime
 import Storage
 
 /// The open pages' live values (`GET /api/v1/live`, server-sent events): one stream per open page, and every
-/// `app.live_interval_seconds` one statement per `readChunk` open sessions that reads their owners' outlets
+/// `app.live_interval_seconds` one statement per `readChunk` (100) open sessions that reads their owners' outlets
 /// (``OwnerStore/liveOutlets(sessions:)``), instead of one poll per page every 3 s. Chunks keep each read short,
 /// so a page's values leave soon after they were read and the app's other queries never wait behind a long one. A page is sent its owner's outlet
 /// list when it opens, then again only when something in it changed (power, state, online, a name, an outlet
@@ -25,8 +25,9 @@ final class LiveHub: Sendable {
         var maxStreamsPerOwner = 8
         /// An unchanged list is sent again after this, seconds.
         var repeatSeconds = 15.0
-        /// Sessions read by one statement.
-        var readChunk = 500
+        /// Sessions read by one statement: a chunk's events leave when it is read, so the smaller, the sooner;
+        /// each statement costs a round trip.
+        var readChunk = 100
     }
 
     /// What ``open(userID:token:outlets:now:)`` answers.
@@ -224,7 +225,10 @@ final class LiveHub: Sendable {
             ("at", .string(stamp.text)), ("outlets", .array(outlets.map { .object(OwnerAPI.members($0)) })),
         ])
         // JSONOutput escapes control characters in strings, so the data is one line.
-        return ByteBuffer(string: "id: \(stamp.milliseconds)\nevent: outlets\ndata: \(data.text)\n\n")
+        var buffer = ByteBuffer(string: "id: \(stamp.milliseconds)\nevent: outlets\ndata: ")
+        data.write(to: &buffer)
+        buffer.writeStaticString("\n\n")
+        return buffer
     }
 
     /// `event: end`: the stream closes after it, for `reason`.

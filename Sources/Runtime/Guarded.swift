@@ -25,30 +25,49 @@ public final class Guarded<State: Sendable>: @unchecked Sendable {
         return try body(&state)
     }
 
-    /// Runs `body` under the lock, then wakes every waiter (the state changed). The lock is let go first, so a
+    /// Whom a change wakes.
+    public enum Waking: Sendable {
+        /// Every waiter: the default, always correct.
+        case all
+        /// One waiter: where every waiter waits for the same thing and one change serves one of them (a queue's
+        /// item; each item added wakes one).
+        case one
+        /// None: the change serves no waiter (taking an item from a queue).
+        case none
+    }
+
+    /// Runs `body` under the lock, then wakes the waiters (the state changed). The lock is let go first, so a
     /// woken waiter finds it free instead of sleeping again on it (waiters check their condition in a loop).
-    public func update<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure)
-        -> Result
-    {
+    public func update<Result, Failure: Error>(
+        waking: Waking = .all, _ body: (inout State) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         condition.lock()
         defer {
             condition.unlock()
-            condition.broadcast()
+            wake(waking)
         }
         return try body(&state)
+    }
+
+    private func wake(_ waking: Waking) {
+        switch waking {
+        case .all: condition.broadcast()
+        case .one: condition.signal()
+        case .none: break
+        }
     }
 
     /// Waits, under the lock, until `isReady` holds for the state or `deadline` passes (nil: no deadline), then
     /// runs `body` with the state (also on a time-out: `body` receives whether it is ready). Wakes other waiters
     /// when `body` may have changed the state, after letting go of the lock.
     public func wait<Result, Failure: Error>(
-        until deadline: Date?, for isReady: (State) -> Bool,
+        until deadline: Date?, for isReady: (State) -> Bool, waking: Waking = .all,
         then body: (inout State, _ ready: Bool) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         condition.lock()
         defer {
             condition.unlock()
-            condition.broadcast()
+            wake(waking)
         }
         while !isReady(state) {
             if let deadline {

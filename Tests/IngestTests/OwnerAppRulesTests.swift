@@ -42,6 +42,18 @@ struct OwnerAppRulesTests {
         #expect(OwnerText.inert(text) == expected)
     }
 
+    /// The API's JSON writes strings straight into the response's bytes, exactly as ``jsonString(_:)`` does.
+    @Test(arguments: [
+        "", "Fridge", "Geladeira da cozinha é nova", "quote \" backslash \\", "tab\tnew\nline\r", "nul \u{0}",
+        "del \u{7F}", "c1 \u{85} \u{9F}", "latin \u{A0}\u{C0}\u{FF}", "emoji 🔌", "separators \u{2028}\u{2029}",
+    ])
+    func jsonOutputWritesStringsAsJSONStringDoes(_ text: String) {
+        #expect(JSONOutput.string(text).text == jsonString(text))
+        #expect(
+            JSONOutput.object([(text, .array([.string(text), .null, .integer(-3)]))]).text
+                == "{\(jsonString(text)):[\(jsonString(text)),null,-3]}")
+    }
+
     @Test func jsonEscapesDELAndC1() {
         #expect(jsonString("a\u{7F}b\u{85}c\u{1B}") == #""a\u007fb\u0085c\u001b""#)
         #expect(OwnerText.inertJSON("{\"n\":\"x\u{9B}y\"}") == #"{"n":"x\u009by"}"#)
