@@ -41,6 +41,8 @@ bin=$(swift build -c "$config" --show-bin-path)
 daemon=${BENCH_DAEMON:-$bin/outletd}
 loadgen=.build/owner-app-loadgen
 cc -O2 -Wall -o "$loadgen" Benchmarks/OwnerAppLoad/loadgen.c
+streams=.build/owner-app-streams
+cc -O2 -Wall -o "$streams" Benchmarks/OwnerAppLoad/streams.c
 
 export STACK_PG_DURABLE=1
 # shellcheck source=Benchmarks/stack.sh
@@ -206,6 +208,78 @@ else
     fi
 fi
 
+# stream_level N: N owners hold the live stream (GET /api/v1/live) open instead of polling, while the page's
+# remaining requests go on: each detail owner (every other) loads the detail (figures and cost) and the chart
+# once a minute each, N / 60 requests/s. Appends its row to `stream_rows` and sets `passed`.
+stream_rows=() stream_capacity=0
+stream_level() {
+    local n=$1 rate o0 p0 i0 t0 elapsed out streamed backends open_seconds
+    rate=$(calc "max(1, round($n / 60))")
+    python3 - "$n" "$per_owner" "$width" "$dir" <<'PY'
+import sys
+n, per_owner, width, directory = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+with open(f"{directory}/stream-tokens", "w") as tokens, open(f"{directory}/stream-targets", "w") as targets:
+    for i in range(1, n + 1):
+        tokens.write(f"bench-session-{i}\n")
+        if i % 2 == 0:
+            code = "sim-" + str(per_owner * (i - 1) + 1).zfill(width)
+            route, path = ("detail", f"/api/v1/outlets/{code}") if i % 4 == 0 else ("hourly", f"/api/v1/outlets/{code}/hourly")
+            targets.write(f"{route}\t{path}\tbench-session-{i}\n")
+PY
+    open_seconds=$(calc "$n / $stream_open_rate + 2")
+    "$streams" 127.0.0.1 "$app_port" "$level_seconds" "$stream_open_rate" "$dir/stream-tokens" >"$dir/streams.out" &
+    local streams_pid=$!
+    sleep "$open_seconds"
+    mapfile -t backends < <(app_backends)
+    o0=$(cpu_ticks "$outletd_pid") p0=$(ticks_of "${backends[@]}") i0=$(inserted) t0=$(now)
+    out=$("$loadgen" 127.0.0.1 "$app_port" "$rate" "$level_seconds" "$connections" "$dir/stream-targets")
+    elapsed=$(calc "$(now) - $t0")
+    local cores_o cores_p stored
+    cores_o=$(calc "round(($(cpu_ticks "$outletd_pid") - $o0) / $hz / $elapsed, 2)")
+    cores_p=$(calc "round(($(ticks_of "${backends[@]}") - $p0) / $hz / $elapsed, 2)")
+    stored=$(calc "round(($(inserted) - $i0) / $elapsed)")
+    wait "$streams_pid" || { echo "owner-app-load: the stream client failed" >&2; cat "$dir/streams.out" >&2; exit 1; }
+    streamed=$(cat "$dir/streams.out")
+    local opened refused events per_s d50 d99 ended req_p50 req_p99 errors answered seconds
+    read -r _ opened _ refused < <(grep '^opened' <<<"$streamed")
+    read -r _ events _ per_s _ d50 _ d99 _ _ < <(grep '^events' <<<"$streamed")
+    ended=$(awk '/^ended/ {print $2}' <<<"$streamed")
+    read -r _ _ _ _ _ errors _ req_p50 _ req_p99 _ _ < <(grep '^total' <<<"$out")
+    read -r _ _ _ answered _ seconds _ < <(grep '^sent' <<<"$out")
+    passed=$(calc "int($d99 < 100 and $req_p99 < 100 and $refused == 0 and $ended == 0 and $errors == 0
+                        and $per_s >= 0.9 * $n / $live_interval and $answered >= 0.98 * $rate * $level_seconds)")
+    stream_rows+=("$(printf '%6s %8s %7s %9s %13s %8s %13s %8s %7s %7s %8s  %s' "$n" "$(( n / 3 ))" "$opened" \
+        "$per_s" "$d50/$d99" "$(calc "round($answered / $seconds)")" "$req_p50/$req_p99" "$errors" "$cores_o" \
+        "$cores_p" "$stored" "$([ "$passed" = 1 ] && echo pass || echo FAIL)")")
+    echo "   ${stream_rows[-1]}" >&2
+    [ "$passed" = 1 ] && (( n > stream_capacity )) && stream_capacity=$n
+    sleep 5  # the streams just closed are noticed at their next write
+}
+# Pages that have been open a while: each detail owner's page loaded its detail once (the month before today
+# and the standby priced and kept, as they are an hour), at 100 requests/s before the levels; then ingest catches
+# up on what waited meanwhile.
+detail_owners=$(python3 - "$owners" "$per_owner" "$width" "$dir/warm-targets" <<'PY'
+import sys
+owners, per_owner, width, path = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+with open(path, "w") as targets:
+    for i in range(2, owners + 1, 2):
+        code = "sim-" + str(per_owner * (i - 1) + 1).zfill(width)
+        targets.write(f"detail\t/api/v1/outlets/{code}\tbench-session-{i}\n")
+print(owners // 2)
+PY
+)
+echo "== live streams: warm-up, each of the $detail_owners detail owners' pages loads its detail once" >&2
+"$loadgen" 127.0.0.1 "$app_port" 100 "$(calc "$detail_owners / 100")" "$connections" "$dir/warm-targets" >/dev/null
+sleep 10
+stream_open_rate=${STREAM_OPEN_RATE:-1000}
+live_interval=3
+read -ra stream_levels <<<"${STREAM_LEVELS:-750 1500 3000 $owners}"
+for n in "${stream_levels[@]}"; do
+    (( n <= owners )) || continue
+    echo "== live streams: $n owners hold the stream open for $level_seconds s, their pages' other requests go on" >&2
+    stream_level "$n"
+done
+
 kill -TERM "$simulator_pid"
 wait "$simulator_pid" || true
 sleep 3
@@ -242,4 +316,13 @@ echo "$quiet_row"
 echo "capacity (the mix, p99 < 100 ms, no errors): $capacity requests/s"
 echo "cheapest route (GET /app.css, closed loop, 64 connections): $(calc "round($ceiling_count / $ceiling_seconds)")" \
      "requests/s, p50 $ceiling_p50 ms, p99 $ceiling_p99 ms, loadgen $(calc "round($ceiling_cpu / $ceiling_seconds, 2)") cores"
+echo
+echo "live streams instead of polling (GET /api/v1/live, read every $live_interval s; the detail's figures and chart once a" \
+     "minute each). delay: ms from the read an event carries to its arrival; as polled: the requests/s these owners" \
+     "would poll; requests: what the pages still ask; outletd, PG: cores (the app's backends)"
+printf '%6s %8s %7s %9s %13s %8s %13s %8s %7s %7s %8s  %s\n' "owners" "as polled" "streams" "events/s" \
+    "delay p50/p99" "req/s" "req p50/p99" "errors" "outletd" "PG" "stored/s" ""
+printf '%s\n' "${stream_rows[@]}"
+echo "owners served with streams (delay and requests p99 < 100 ms, none refused): $stream_capacity, against" \
+     "$(( capacity * 3 )) polling ($capacity requests/s)"
 echo "owner-app-load: $(( $(date +%s) - started )) s"
