@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The owners' app under load while ingest runs (docs/OWNER-APP-LOAD.md): a stage of `make bench`, or on its own.
 #
-#   Benchmarks/owner-app-load.sh        about 4 minutes after the release build and the data (OWNERS=6000)
+#   Benchmarks/owner-app-load.sh        about 6 minutes after the release build and the data (OWNERS=6000)
 #
 # OWNERS owners, each with 3 outlets and a session (made by SQL as the login makes it: bcrypt is slow on purpose),
 # poll the screen they have open as the page does: half the outlet list, half one outlet's detail, every 3 s; one
@@ -18,10 +18,16 @@
 # outletd's own share is measured once more with ingest stopped: the mix at the capacity found, outletd's CPU less
 # its idle rate, over the requests answered. Last, the
 # listener's cheapest route (GET /app.css, no database), closed loop on 64 connections: the HTTP ceiling here.
+# Then the same owners with the live stream instead of polling (GET /api/v1/live, server-sent events): at each of
+# STREAM_LEVELS, N owners hold it open (Benchmarks/OwnerAppLoad/streams.c, opened STREAM_OPEN_RATE a second, each
+# event timed from the read it carries to its arrival) while their pages' other requests go on: each detail
+# owner's detail (figures and cost) and chart once a minute, N / 60 requests/s. A level passes when the events'
+# and the requests' p99 are under 100 ms, every stream is served and at least 90 % of the events due arrive.
 #
 # Knobs: OWNERS (6000), INGEST_RATE (20000), START_RATE (250), MAX_RATE (8000), LEVELS (a list of rates instead
 # of the search), LEVEL_SECONDS (15), BASE_SECONDS (10), CONNECTIONS (256), CONFIG (release), BENCH_DAEMON (another
-# outletd binary to serve the app and ingest, e.g. an older build).
+# outletd binary to serve the app and ingest, e.g. an older build), STREAM_LEVELS ("750 1500 3000 OWNERS"),
+# STREAM_OPEN_RATE (1000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 owners=${OWNERS:-6000}
@@ -270,7 +276,7 @@ PY
 )
 echo "== live streams: warm-up, each of the $detail_owners detail owners' pages loads its detail once" >&2
 "$loadgen" 127.0.0.1 "$app_port" 100 "$(calc "$detail_owners / 100")" "$connections" "$dir/warm-targets" >/dev/null
-sleep 10
+sleep 30
 stream_open_rate=${STREAM_OPEN_RATE:-1000}
 live_interval=3
 read -ra stream_levels <<<"${STREAM_LEVELS:-750 1500 3000 $owners}"
