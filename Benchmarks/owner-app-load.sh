@@ -134,12 +134,16 @@ ticks_of() { local sum=0 t; for pid in "$@"; do t=$(cpu_ticks "$pid" 2>/dev/null
 hz=$(getconf CLK_TCK)
 
 echo "== ingest alone at $ingest_rate readings/s for $base_seconds s (outletd's CPU without the app)" >&2
-o0=$(cpu_ticks "$outletd_pid") i0=$(inserted) t0=$(now)
+mosquitto_pid=$(cat "$dir/mosquitto/pid")
+o0=$(cpu_ticks "$outletd_pid") s0=$(cpu_ticks "$simulator_pid") m0=$(cpu_ticks "$mosquitto_pid") g0=$(pg_cpu_ticks)
+i0=$(inserted) t0=$(now)
 sleep "$base_seconds"
 base_seconds_measured=$(calc "$(now) - $t0")
 base_cpu_rate=$(calc "($(cpu_ticks "$outletd_pid") - $o0) / $hz / $base_seconds_measured")
+cores_of() { calc "round(($1 - $2) / $hz / $base_seconds_measured, 2)"; }
+base_others="simulator $(cores_of "$(cpu_ticks "$simulator_pid")" "$s0"), mosquitto $(cores_of "$(cpu_ticks "$mosquitto_pid")" "$m0"), PostgreSQL $(cores_of "$(pg_cpu_ticks)" "$g0")"
 base_stored=$(calc "round(($(inserted) - $i0) / $base_seconds_measured)")
-echo "   stored $base_stored readings/s; outletd $(calc "round($base_cpu_rate, 2)") cores" >&2
+echo "   stored $base_stored readings/s; outletd $(calc "round($base_cpu_rate, 2)") cores; $base_others" >&2
 
 # level RATE: one level of the mix. Appends its row to `rows` and sets `passed` (0/1).
 rows=() idle_cpu_rate=
@@ -313,7 +317,7 @@ echo "owners' app under load: $owners owners × $per_owner outlets, ingest at $i
      "$connections connections, $level_seconds s a level"
 echo "(latencies: ms from when each request was due; outletd ms (ingest stopped only), PG ms: CPU ms per request" \
      "answered of outletd and of its app's PostgreSQL backends; outletd, loadgen: cores used in all. Ingest alone: outletd" \
-     "$(calc "round($base_cpu_rate, 2)") cores, stored $base_stored readings/s)"
+     "$(calc "round($base_cpu_rate, 2)") cores ($base_others), stored $base_stored readings/s)"
 printf '%6s %7s %15s%15s%15s %8s %10s %8s %7s %7s %8s  %s\n' "asked" "served" "list p50/p99" "detail p50/p99" \
     "hourly p50/p99" "all p99" "outletd ms" "PG ms" "outletd" "loadgen" "stored/s" ""
 printf '%s\n' "${rows[@]}" | sort -n
