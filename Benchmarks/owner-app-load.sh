@@ -258,9 +258,11 @@ PY
     read -r _ _ _ answered _ seconds _ < <(grep '^sent' <<<"$out")
     passed=$(calc "int($d99 < 100 and $req_p99 < 100 and $refused == 0 and $ended == 0 and $errors == 0
                         and $per_s >= 0.9 * $n / $live_interval and $answered >= 0.98 * $rate * $level_seconds)")
-    stream_rows+=("$(printf '%6s %8s %7s %9s %13s %8s %13s %8s %7s %7s %8s  %s' "$n" "$(( n / 3 ))" "$opened" \
-        "$per_s" "$d50/$d99" "$(calc "round($answered / $seconds)")" "$req_p50/$req_p99" "$errors" "$cores_o" \
-        "$cores_p" "$stored" "$([ "$passed" = 1 ] && echo pass || echo FAIL)")")
+    local route_p99
+    route_p99="$(awk '$1 == "route" && $2 == "detail" {print $10}' <<<"$out")/$(awk '$1 == "route" && $2 == "hourly" {print $10}' <<<"$out")"
+    stream_rows+=("$(printf '%6s %8s %7s %9s %13s %8s %13s %15s %8s %7s %7s %8s  %s' "$n" "$(( n / 3 ))" "$opened" \
+        "$per_s" "$d50/$d99" "$(calc "round($answered / $seconds)")" "$req_p50/$req_p99" "$route_p99" "$errors" \
+        "$cores_o" "$cores_p" "$stored" "$([ "$passed" = 1 ] && echo pass || echo FAIL)")")
     echo "   ${stream_rows[-1]}" >&2
     [ "$passed" = 1 ] && (( n > stream_capacity )) && stream_capacity=$n
     sleep 5  # the streams just closed are noticed at their next write
@@ -330,8 +332,8 @@ echo
 echo "live streams instead of polling (GET /api/v1/live, read every $live_interval s; the detail's figures and chart once a" \
      "minute each). delay: ms from the read an event carries to its arrival; as polled: the requests/s these owners" \
      "would poll; requests: what the pages still ask; outletd, PG: cores (the app's backends)"
-printf '%6s %8s %7s %9s %13s %8s %13s %8s %7s %7s %8s  %s\n' "owners" "as polled" "streams" "events/s" \
-    "delay p50/p99" "req/s" "req p50/p99" "errors" "outletd" "PG" "stored/s" ""
+printf '%6s %8s %7s %9s %13s %8s %13s %15s %8s %7s %7s %8s  %s\n' "owners" "as polled" "streams" "events/s" \
+    "delay p50/p99" "req/s" "req p50/p99" "p99 det/hourly" "errors" "outletd" "PG" "stored/s" ""
 printf '%s\n' "${stream_rows[@]}"
 echo "owners served with streams (delay and requests p99 < 100 ms, none refused): $stream_capacity, against" \
      "$(( capacity * 3 )) polling ($capacity requests/s)"

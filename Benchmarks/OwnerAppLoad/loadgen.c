@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
+
 #define MAX_ROUTES 16
 #define BUFFER 65536
 
@@ -51,17 +53,6 @@ static Route routes[MAX_ROUTES];
 static int routeCount;
 static Target *targets;
 static size_t targetCount;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void fail(const char *what) {
-    perror(what);
-    exit(1);
-}
 
 static int routeIndex(const char *name) {
     for (int i = 0; i < routeCount; i++)
@@ -145,17 +136,6 @@ static int complete(Connection *c, int *status) {
             return c->filled >= 5 && memcmp(c->buffer + c->filled - 5, "0\r\n\r\n", 5) == 0;
     }
     return 1;
-}
-
-static int compareDoubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double percentile(double *sorted, size_t count, double p) {
-    if (count == 0) return 0;
-    size_t index = (size_t)(p * (double)(count - 1) + 0.5);
-    return sorted[index];
 }
 
 static void report(const char *name, double *values, size_t count, size_t errors) {
@@ -244,9 +224,6 @@ int main(int argc, char **argv) {
     }
     report("total", every, all, errors);
     printf("sent %zu answered %zu in %.2f s\n", sent, answered, elapsed);
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    printf("cpu_s %.2f\n", (double)usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + (double)usage.ru_stime.tv_sec +
-                               usage.ru_stime.tv_usec / 1e6);
+    printOwnCPU();
     return 0;
 }

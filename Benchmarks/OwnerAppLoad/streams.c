@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
+
 #define BUFFER 65536
 
 typedef struct {
@@ -40,27 +42,6 @@ static double wallMilliseconds(void) {
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static double monotonic(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void fail(const char *what) {
-    perror(what);
-    exit(1);
-}
-
-static int compareDoubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double percentile(double *sorted, size_t count, double p) {
-    if (count == 0) return 0;
-    return sorted[(size_t)(p * (double)(count - 1) + 0.5)];
 }
 
 static void recordDelay(double milliseconds) {
@@ -138,10 +119,10 @@ int main(int argc, char **argv) {
         return 1;
     }
     size_t next = 0, refused = 0, ended = 0, events = 0, bytes = 0, headed = 0;
-    double start = monotonic(), measuring = 0, stop = 0;
+    double start = now(), measuring = 0, stop = 0;
     struct epoll_event ready[256];
     for (;;) {
-        double t = monotonic();
+        double t = now();
         // Opens at OPEN_RATE; measuring starts a second after the last stream answered.
         while (next < tokenCount && (double)next <= (t - start) * openRate) {
             Stream *s = &streams[next];
@@ -216,9 +197,6 @@ int main(int argc, char **argv) {
            (double)events / seconds, percentile(delays, delayCount, 0.5), percentile(delays, delayCount, 0.99),
            delayCount ? delays[delayCount - 1] : 0);
     printf("ended %zu\nbytes %zu\n", ended, bytes);
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    printf("cpu_s %.2f\n", (double)usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + (double)usage.ru_stime.tv_sec +
-                               usage.ru_stime.tv_usec / 1e6);
+    printOwnCPU();
     return 0;
 }

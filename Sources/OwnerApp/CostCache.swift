@@ -23,77 +23,79 @@ final class CostCache: Sendable {
         var to: Date
     }
 
-    struct Entry: Sendable {
-        var cost: OwnedOutletCost
-        var pricedAt: Date
-    }
-
-    struct BaseEntry: Sendable {
-        var base: OwnedOutletCostBase
-        var pricedAt: Date
-    }
-
     let lifetimeSeconds: Double
     let baseLifetimeSeconds: Double
     let maxEntries: Int
-    private let entries = Guarded([Key: Entry]())
-    private let bases = Guarded([Key: BaseEntry]())
+    private let costs: Entries<OwnedOutletCost>
+    private let bases: Entries<OwnedOutletCostBase>
 
     init(lifetimeSeconds: Double, baseLifetimeSeconds: Double = 3_600, maxEntries: Int = 100_000) {
         self.lifetimeSeconds = lifetimeSeconds
         self.baseLifetimeSeconds = baseLifetimeSeconds
         self.maxEntries = maxEntries
-    }
-
-    /// The slow part priced for `key` within its lifetime, or nil.
-    func base(_ key: Key, now: Date = Date()) -> OwnedOutletCostBase? {
-        guard baseLifetimeSeconds > 0 else { return nil }
-        return bases.withLock { bases in
-            guard let entry = bases[key], now.timeIntervalSince(entry.pricedAt) < baseLifetimeSeconds else {
-                return nil
-            }
-            return entry.base
-        }
-    }
-
-    /// Keeps `base` as priced for `key` at `pricedAt`.
-    func store(_ base: OwnedOutletCostBase, for key: Key, pricedAt: Date) {
-        guard baseLifetimeSeconds > 0 else { return }
-        bases.withLock { bases in
-            if bases.count >= maxEntries {
-                let limit = pricedAt.addingTimeInterval(-baseLifetimeSeconds)
-                bases = bases.filter { $0.value.pricedAt > limit }
-                if bases.count >= maxEntries { bases = [:] }
-            }
-            bases[key] = BaseEntry(base: base, pricedAt: pricedAt)
-        }
+        costs = Entries(lifetimeSeconds: lifetimeSeconds, maxEntries: maxEntries)
+        bases = Entries(lifetimeSeconds: baseLifetimeSeconds, maxEntries: maxEntries)
     }
 
     /// The figures priced for `key` within the lifetime, or nil.
-    func cost(_ key: Key, now: Date = Date()) -> OwnedOutletCost? {
-        guard lifetimeSeconds > 0 else { return nil }
-        return entries.withLock { entries in
-            guard let entry = entries[key], now.timeIntervalSince(entry.pricedAt) < lifetimeSeconds else { return nil }
-            return entry.cost
-        }
-    }
+    func cost(_ key: Key, now: Date = Date()) -> OwnedOutletCost? { costs.value(key, now: now) }
 
     /// Keeps `cost` as priced for `key` at `pricedAt`.
-    func store(_ cost: OwnedOutletCost, for key: Key, pricedAt: Date) {
-        guard lifetimeSeconds > 0 else { return }
-        entries.withLock { entries in
-            if entries.count >= maxEntries {
-                let limit = pricedAt.addingTimeInterval(-lifetimeSeconds)
-                entries = entries.filter { $0.value.pricedAt > limit }
-                if entries.count >= maxEntries { entries = [:] }
-            }
-            entries[key] = Entry(cost: cost, pricedAt: pricedAt)
-        }
-    }
+    func store(_ cost: OwnedOutletCost, for key: Key, pricedAt: Date) { costs.store(cost, for: key, at: pricedAt) }
+
+    /// The slow part priced for `key` within its lifetime, or nil.
+    func base(_ key: Key, now: Date = Date()) -> OwnedOutletCostBase? { bases.value(key, now: now) }
+
+    /// Keeps `base` as priced for `key` at `pricedAt`.
+    func store(_ base: OwnedOutletCostBase, for key: Key, pricedAt: Date) { bases.store(base, for: key, at: pricedAt) }
 
     /// Forgets every entry of outlet `code` (it was claimed, changed or released).
     func forget(code: String) {
-        entries.withLock { entries in entries = entries.filter { $0.key.code != code } }
-        bases.withLock { bases in bases = bases.filter { $0.key.code != code } }
+        costs.forget(code: code)
+        bases.forget(code: code)
+    }
+
+    /// Values by key, each served within `lifetimeSeconds` of when it was stored; at most `maxEntries` (past it,
+    /// the expired go, then every one).
+    private final class Entries<Value: Sendable>: Sendable {
+        struct Entry: Sendable {
+            var value: Value
+            var storedAt: Date
+        }
+
+        let lifetimeSeconds: Double
+        let maxEntries: Int
+        private let entries = Guarded([Key: Entry]())
+
+        init(lifetimeSeconds: Double, maxEntries: Int) {
+            self.lifetimeSeconds = lifetimeSeconds
+            self.maxEntries = maxEntries
+        }
+
+        func value(_ key: Key, now: Date) -> Value? {
+            guard lifetimeSeconds > 0 else { return nil }
+            return entries.withLock { entries in
+                guard let entry = entries[key], now.timeIntervalSince(entry.storedAt) < lifetimeSeconds else {
+                    return nil
+                }
+                return entry.value
+            }
+        }
+
+        func store(_ value: Value, for key: Key, at storedAt: Date) {
+            guard lifetimeSeconds > 0 else { return }
+            entries.withLock { entries in
+                if entries.count >= maxEntries {
+                    let limit = storedAt.addingTimeInterval(-lifetimeSeconds)
+                    entries = entries.filter { $0.value.storedAt > limit }
+                    if entries.count >= maxEntries { entries = [:] }
+                }
+                entries[key] = Entry(value: value, storedAt: storedAt)
+            }
+        }
+
+        func forget(code: String) {
+            entries.withLock { entries in entries = entries.filter { $0.key.code != code } }
+        }
     }
 }

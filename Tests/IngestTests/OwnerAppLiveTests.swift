@@ -30,6 +30,12 @@ import Testing
         return nil
     }
 
+    /// `token`'s owner claims outlet `code` as `name`.
+    static func claim(_ app: OwnerAppTests.App, _ token: String, _ code: String, _ name: String) async throws {
+        let response = try await app.send("POST", "/api/v1/outlets", token: token, body: app.claimBody(code, name))
+        #expect(response.status == 201, "claiming \(code): \(response.status) \(response.body)")
+    }
+
     static func setPower(_ app: OwnerAppTests.App, _ code: String, _ watts: Double) throws {
         _ = try app.sql(
             """
@@ -45,12 +51,8 @@ import Testing
         try await OwnerAppTests.withApp(configure: Self.configure) { app in
             let ana = try await app.login("ana")
             let bob = try await app.login("bob")
-            #expect(
-                try await app.send("POST", "/api/v1/outlets", token: ana, body: app.claimBody("kit-1", "Fridge")).status
-                    == 201)
-            #expect(
-                try await app.send("POST", "/api/v1/outlets", token: bob, body: app.claimBody("kit-2", "Lamp")).status
-                    == 201)
+            try await Self.claim(app, ana, "kit-1", "Fridge")
+            try await Self.claim(app, bob, "kit-2", "Lamp")
             let anas = try await LiveStreamClient.open(port: app.port, token: ana)
             let bobs = try await LiveStreamClient.open(port: app.port, token: bob)
             defer { anas.close(); bobs.close() }
@@ -78,9 +80,7 @@ import Testing
             let stream = try await LiveStreamClient.open(port: app.port, token: ana)
             defer { stream.close() }
             #expect(Self.codes(try await stream.next()) == [])
-            #expect(
-                try await app.send("POST", "/api/v1/outlets", token: ana, body: app.claimBody("kit-3", "Heater")).status
-                    == 201)
+            try await Self.claim(app, ana, "kit-3", "Heater")
             #expect(try await stream.next { Self.codes($0) == ["kit-3"] } != nil)
             #expect(try await app.send("DELETE", "/api/v1/outlets/kit-3", token: ana).status == 204)
             #expect(try await stream.next { Self.codes($0) == [] } != nil)
@@ -127,9 +127,7 @@ import Testing
         try await OwnerAppTests.withApp(configure: Self.configure) { app in
             let ana = try await app.login("ana")
             let bob = try await app.login("bob")
-            #expect(
-                try await app.send("POST", "/api/v1/outlets", token: ana, body: app.claimBody("kit-1", "Fridge")).status
-                    == 201)
+            try await Self.claim(app, ana, "kit-1", "Fridge")
             let first = try await LiveStreamClient.open(port: app.port, token: ana)
             let second = try await LiveStreamClient.open(port: app.port, token: ana)
             defer { first.close(); second.close() }

@@ -30,18 +30,27 @@ public struct OwnedOutletCostBase: Sendable, Equatable {
 }
 
 extension OwnerStore {
+    /// `outlet`: `userID` ($1)'s outlet `code` ($2) and its time zone; `month`: the start and end of its month now.
+    private static let outletAndMonth = """
+        WITH outlet AS (
+            SELECT d.id, d.code, outletd_outlet_zone(d.id) AS zone FROM devices d
+            WHERE d.owner_id = $1 AND d.code = $2
+        ), month AS (
+            SELECT date_trunc('month', now(), outlet.zone) AS starts_at,
+                   date_trunc('month', now(), outlet.zone) + interval '1 month' AS ends_at
+            FROM outlet
+        )
+        """
+
     /// What `userID`'s outlet `code` cost this month before `todayStart` (its local midnight), and its standby;
     /// nil when the outlet is not theirs.
     public func costBase(userID: Int64, code: String, todayStart: Date) throws -> OwnedOutletCostBase? {
         let result = try connection.execute(
             """
-            WITH outlet AS (
-                SELECT d.id, d.code, outletd_outlet_zone(d.id) AS zone FROM devices d
-                WHERE d.owner_id = $1 AND d.code = $2
-            )
-            SELECT (SELECT sum(c.cost)::text FROM outletd_outlet_cost($2, date_trunc('month', now(), outlet.zone), $3) c),
+            \(Self.outletAndMonth)
+            SELECT (SELECT sum(c.cost)::text FROM outletd_outlet_cost($2, month.starts_at, $3) c),
                    s.standby_watts, round(s.month_cost, 6)::text
-            FROM outlet LEFT JOIN outlet_standby s ON s.code = outlet.code
+            FROM outlet CROSS JOIN month LEFT JOIN outlet_standby s ON s.code = outlet.code
             """, [userID, code, todayStart])
         guard result.rowCount == 1 else { return nil }
         return OwnedOutletCostBase(
@@ -58,14 +67,7 @@ extension OwnerStore {
     {
         let result = try connection.execute(
             """
-            WITH outlet AS (
-                SELECT d.id, d.code, outletd_outlet_zone(d.id) AS zone FROM devices d
-                WHERE d.owner_id = $1 AND d.code = $2
-            ), month AS (
-                SELECT date_trunc('month', now(), outlet.zone) AS starts_at,
-                       date_trunc('month', now(), outlet.zone) + interval '1 month' AS ends_at
-                FROM outlet
-            ), today AS (
+            \(Self.outletAndMonth), today AS (
                 SELECT sum(c.cost) AS cost FROM outletd_outlet_cost($2, $3, $4) c
             ), mtd AS (
                 SELECT CASE WHEN $5::numeric IS NULL AND today.cost IS NULL THEN NULL
@@ -90,14 +92,7 @@ extension OwnerStore {
     public func cost(userID: Int64, code: String, from: Date, to: Date) throws -> OwnedOutletCost? {
         let result = try connection.execute(
             """
-            WITH outlet AS (
-                SELECT d.id, d.code, outletd_outlet_zone(d.id) AS zone FROM devices d
-                WHERE d.owner_id = $1 AND d.code = $2
-            ), month AS (
-                SELECT date_trunc('month', now(), outlet.zone) AS starts_at,
-                       date_trunc('month', now(), outlet.zone) + interval '1 month' AS ends_at
-                FROM outlet
-            ), mtd AS (
+            \(Self.outletAndMonth), mtd AS (
                 SELECT sum(c.cost) AS cost FROM month, outletd_outlet_cost($2, month.starts_at, now()) c
             )
             SELECT (SELECT round(sum(c.cost), 6)::text FROM outletd_outlet_cost($2, $3, $4) c),
