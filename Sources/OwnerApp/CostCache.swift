@@ -23,16 +23,12 @@ final class CostCache: Sendable {
         var to: Date
     }
 
-    let lifetimeSeconds: Double
-    let baseLifetimeSeconds: Double
-    let maxEntries: Int
     private let costs: Entries<OwnedOutletCost>
     private let bases: Entries<OwnedOutletCostBase>
 
+    /// `lifetimeSeconds` for the figures, `baseLifetimeSeconds` for their slow part (0: nothing kept); at most
+    /// `maxEntries` of each.
     init(lifetimeSeconds: Double, baseLifetimeSeconds: Double = 3_600, maxEntries: Int = 100_000) {
-        self.lifetimeSeconds = lifetimeSeconds
-        self.baseLifetimeSeconds = baseLifetimeSeconds
-        self.maxEntries = maxEntries
         costs = Entries(lifetimeSeconds: lifetimeSeconds, maxEntries: maxEntries)
         bases = Entries(lifetimeSeconds: baseLifetimeSeconds, maxEntries: maxEntries)
     }
@@ -48,6 +44,30 @@ final class CostCache: Sendable {
 
     /// Keeps `base` as priced for `key` at `pricedAt`.
     func store(_ base: OwnedOutletCostBase, for key: Key, pricedAt: Date) { bases.store(base, for: key, at: pricedAt) }
+
+    /// Today's cost figures of `key`'s outlet (`from`, `to`: its local today): those kept, within their lifetime;
+    /// else today priced anew with the month before today and the standby, kept or priced by `store`. Nil when the
+    /// outlet is not `key.userID`'s.
+    func today(_ key: Key, pricing store: OwnerStore) throws -> OwnedOutletCost? {
+        if let cached = cost(key) { return cached }
+        let pricedAt = Date()
+        let base: OwnedOutletCostBase
+        if let cached = self.base(key) {
+            base = cached
+        } else {
+            guard let priced = try store.costBase(userID: key.userID, code: key.code, todayStart: key.from) else {
+                return nil
+            }
+            self.store(priced, for: key, pricedAt: pricedAt)
+            base = priced
+        }
+        guard
+            let priced = try store.cost(
+                userID: key.userID, code: key.code, todayStart: key.from, todayEnd: key.to, base: base)
+        else { return nil }
+        self.store(priced, for: key, pricedAt: pricedAt)
+        return priced
+    }
 
     /// Forgets every entry of outlet `code` (it was claimed, changed or released).
     func forget(code: String) {

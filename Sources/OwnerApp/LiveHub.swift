@@ -7,10 +7,12 @@ import Storage
 /// The open pages' live values (`GET /api/v1/live`, server-sent events): one stream per open page, and every
 /// `app.live_interval_seconds` one statement per `readChunk` (100) open sessions that reads their owners' outlets
 /// (``OwnerStore/liveOutlets(sessions:)``), instead of one poll per page every 3 s. Chunks keep each read short,
-/// so a page's values leave soon after they were read and the app's other queries never wait behind a long one. A page is sent its owner's outlet
-/// list when it opens, then again only when something in it changed (power, state, online, a name, an outlet
-/// claimed or released), or after `repeatSeconds` unchanged, so the page and any proxy between know the stream
-/// is alive.
+/// so a page's values leave soon after they were read and the app's other queries never wait behind a long one.
+/// A page is sent its owner's outlet list when it opens, then again only when something in it changed (power,
+/// state, online, a name, an outlet claimed or released), or after `repeatSeconds` unchanged, so the page and any
+/// proxy between know the stream is alive.
+///
+/// The state is only ever read and changed under its lock; no thread waits on it, so nothing is woken.
 ///
 /// The same statement checks each stream's session as ``OwnerStore/session(token:)`` does: a stream whose session
 /// was ended (logout, expiry, `outletd user disable`) is sent `event: end` and closed at the next read. What a
@@ -30,7 +32,7 @@ final class LiveHub: Sendable {
         var readChunk = 100
     }
 
-    /// What ``open(userID:token:outlets:now:)`` answers.
+    /// What ``open(session:outlets:now:)`` answers.
     enum Admission {
         case admitted(id: Int, events: AsyncStream<ByteBuffer>)
         case ownerLimit
@@ -66,30 +68,29 @@ final class LiveHub: Sendable {
         self.logger = logger
     }
 
-    /// Streams open now.
-    var openStreams: Int { state.withLock { $0.subscribers.count } }
-
     /// Admits a stream for `session`, whose outlets were just read (the caller sends them first): the events that
     /// follow, or why not.
     func open(session: OwnerSession, outlets: [OwnedOutlet], now: Date = Date()) -> Admission {
         let userID = session.userID
         let (events, continuation) = AsyncStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingNewest(1))
-        let admission = state.update { state -> Admission in
-            guard !state.stopped else { return .stopped }
-            guard state.subscribers.count < settings.maxStreams else { return .full }
-            guard state.perOwner[userID, default: 0] < settings.maxStreamsPerOwner else { return .ownerLimit }
+        let (admission, openCount) = state.withLock { state -> (Admission, Int) in
+            guard !state.stopped else { return (.stopped, state.subscribers.count) }
+            guard state.subscribers.count < settings.maxStreams else { return (.full, state.subscribers.count) }
+            guard state.perOwner[userID, default: 0] < settings.maxStreamsPerOwner else {
+                return (.ownerLimit, state.subscribers.count)
+            }
             state.nextID += 1
             state.subscribers[state.nextID] = Subscriber(
                 userID: userID, sessionID: session.sessionID, continuation: continuation, outlets: outlets,
                 sentAt: now)
             state.perOwner[userID, default: 0] += 1
-            return .admitted(id: state.nextID, events: events)
+            return (.admitted(id: state.nextID, events: events), state.subscribers.count)
         }
         switch admission {
         case .admitted(let id, _):
             // However the stream ends (the client left, the session ended, the server stops), its slot is freed.
             continuation.onTermination = { [weak self] _ in self?.close(id) }
-            metrics.liveStreams(openStreams)
+            metrics.liveStreams(openCount)
         case .ownerLimit, .full, .stopped:
             continuation.finish()
             metrics.liveRefused(admission.reason)
@@ -99,7 +100,7 @@ final class LiveHub: Sendable {
 
     /// Forgets stream `id` (its client left or it ended).
     func close(_ id: Int) {
-        let count = state.update { state -> Int? in
+        let count = state.withLock { state -> Int? in
             guard let subscriber = state.subscribers.removeValue(forKey: id) else { return nil }
             let left = state.perOwner[subscriber.userID, default: 1] - 1
             state.perOwner[subscriber.userID] = left > 0 ? left : nil
@@ -123,7 +124,7 @@ final class LiveHub: Sendable {
 
     /// Ends every stream (`event: end`, the server is stopping) and admits no more.
     func stop() {
-        let continuations = state.update { state in
+        let continuations = state.withLock { state in
             state.stopped = true
             return state.subscribers.values.map(\.continuation)
         }
@@ -167,7 +168,7 @@ final class LiveHub: Sendable {
         }
         var sends: [(AsyncStream<ByteBuffer>.Continuation, [OwnedOutlet])] = []
         var ended: [AsyncStream<ByteBuffer>.Continuation] = []
-        state.update { state in
+        state.withLock { state in
             for (index, session) in sessions.enumerated() {
                 for id in streams[session] ?? [] {
                     guard var subscriber = state.subscribers[id] else { continue }

@@ -210,35 +210,11 @@ public struct OwnerAPI: Sendable {
                 return .some(nil)
             }
             // Today's figures (no period asked) may come from the cache: the outlet was found as this owner's above.
-            let key = CostCache.Key(userID: userID, code: code, from: start, to: end)
-            let cost: OwnedOutletCost
-            if from == nil, let cached = costCache.cost(key) {
-                cost = cached
-            } else if from == nil {
-                // Today: the days before today and the standby may come from the cache; today is priced.
-                let pricedAt = Date()
-                let base: OwnedOutletCostBase
-                if let cached = costCache.base(key) {
-                    base = cached
-                } else {
-                    guard let priced = try store.costBase(userID: userID, code: code, todayStart: start) else {
-                        return .some(nil)
-                    }
-                    costCache.store(priced, for: key, pricedAt: pricedAt)
-                    base = priced
-                }
-                guard
-                    let priced = try store.cost(
-                        userID: userID, code: code, todayStart: start, todayEnd: end, base: base)
-                else { return .some(nil) }
-                costCache.store(priced, for: key, pricedAt: pricedAt)
-                cost = priced
-            } else {
-                guard let priced = try store.cost(userID: userID, code: code, from: start, to: end) else {
-                    return .some(nil)
-                }
-                cost = priced
-            }
+            let priced =
+                from == nil
+                ? try costCache.today(CostCache.Key(userID: userID, code: code, from: start, to: end), pricing: store)
+                : try store.cost(userID: userID, code: code, from: start, to: end)
+            guard let cost = priced else { return .some(nil) }
             // What the owner's automations do next and did last: one statement.
             let glance = try AutomationStore(connection: store.connection).glance(
                 code: code, owner: userID, prepared: store.prepared)
