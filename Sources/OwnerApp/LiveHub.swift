@@ -30,6 +30,8 @@ final class LiveHub: Sendable {
         /// Sessions read by one statement: a chunk's events leave when it is read, so the smaller, the sooner;
         /// each statement costs a round trip.
         var readChunk = 100
+        /// The part of the interval a tick's chunks are spread over, evenly, rather than read back to back.
+        var spreadFraction = 0.9
     }
 
     /// What ``open(session:outlets:now:)`` answers.
@@ -138,7 +140,14 @@ final class LiveHub: Sendable {
     /// Reads every open stream's outlets, `readChunk` sessions a statement, and after each read sends an event to
     /// each stream whose list changed or was last sent `repeatSeconds` ago, and `event: end` to each whose session
     /// has ended. A failed read skips the rest of the interval (the streams stay).
+    ///
+    /// The chunks are spread evenly over `spreadFraction` of the interval (a chunk late behind a slow read is read
+    /// at once). Read back to back, 6,000 streams' reads and events held the app's threads and a database
+    /// connection for a few hundred milliseconds every interval, and the pages' other requests waited behind them
+    /// (docs/OWNER-APP-LOAD.md); spread, a stream's values are still read once an interval, each at its own phase.
     func tick() async {
+        let clock = ContinuousClock()
+        let started = clock.now
         let watched = state.withLock { state in state.subscribers.map { ($0.key, $0.value.sessionID) } }
         guard !watched.isEmpty else { return }
         var streams: [Int64: [Int]] = [:]
@@ -147,10 +156,15 @@ final class LiveHub: Sendable {
             if streams[session] == nil { sessions.append(session) }
             streams[session, default: []].append(id)
         }
-        var start = 0
-        while start < sessions.count {
-            let chunk = Array(sessions[start..<min(start + max(1, settings.readChunk), sessions.count)])
-            start += chunk.count
+        let size = max(1, settings.readChunk)
+        let chunks = (sessions.count + size - 1) / size
+        let spacing = Duration.seconds(max(0, settings.intervalSeconds * settings.spreadFraction) / Double(chunks))
+        for index in 0..<chunks {
+            if index > 0 {
+                try? await Task.sleep(until: started + spacing * index, clock: clock)
+                guard !Task.isCancelled, !state.withLock({ $0.stopped }) else { return }
+            }
+            let chunk = Array(sessions[index * size..<min((index + 1) * size, sessions.count)])
             guard await push(chunk, streams: streams) else { return }
         }
     }
