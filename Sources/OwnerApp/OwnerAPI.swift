@@ -71,9 +71,10 @@ public struct OwnerAPI: Sendable {
     func register(on router: Router<OwnerRequestContext>) {
         let api = router.group("api/v1")
         api.post("login", use: login)
-        // The two routes the page polls look the session up in the statement that reads what they answer.
+        // The routes the page polls or reloads look the session up in the statement that reads what they answer.
         api.get("outlets", use: listOutlets)
         api.get("outlets/:code", use: showOutlet)
+        api.get("outlets/:code/hourly", use: hourly)
         // The page's live values: one stream per page, its session checked at every read (``LiveHub``).
         api.get("live", use: liveOutlets)
         let owner = api.group()
@@ -83,7 +84,6 @@ public struct OwnerAPI: Sendable {
         owner.post("outlets", use: claimOutlet)
         owner.patch("outlets/:code", use: updateOutlet)
         owner.delete("outlets/:code", use: releaseOutlet)
-        owner.get("outlets/:code/hourly", use: hourly)
         owner.put("outlets/:code/state", use: switchOutlet)
         owner.get("commands/:id", use: showCommand)
         owner.get("outlets/:code/automations", use: listAutomations)
@@ -204,8 +204,8 @@ public struct OwnerAPI: Sendable {
         typealias Detail = (OwnedOutlet, OwnedOutletFigures, OwnedOutletCost, Date, Date, OutletAutomationGlance?)
         let found = try await database.run { store -> Detail?? in
             guard let (session, owned) = try store.sessionAndOutlet(token: token, code: code) else { return nil }
-            guard let (outlet, todayStart, todayEnd) = owned else { return .some(nil) }
-            let (userID, start, end) = (session.userID, from ?? todayStart, to ?? todayEnd)
+            guard let (outlet, today) = owned else { return .some(nil) }
+            let (userID, start, end) = (session.userID, from ?? today.start, to ?? today.end)
             guard let figures = try store.figures(userID: userID, code: code, from: start, to: end) else {
                 return .some(nil)
             }
@@ -253,18 +253,36 @@ public struct OwnerAPI: Sendable {
     }
 
     @Sendable func hourly(_ request: Request, context: OwnerRequestContext) async throws -> Response {
-        let userID = try context.requireIdentity().session.userID
-        let code = try Self.code(context)
-        let date = try Self.date(request, "date")
-        guard let day = try await database.run({ try $0.hourly(userID: userID, code: code, date: date) }) else {
-            throw Self.noOutlet(code)
+        let token = try Self.token(request)
+        let parsed = Result { () throws -> (String, String?) in
+            (try Self.code(context), try Self.date(request, "date"))
         }
-        let hours = day.hours.map { hour -> JSONOutput in
+        guard case .success(let (code, date)) = parsed else {
+            // As behind the authenticator: 401 without an active session, whatever else is wrong.
+            guard try await database.run({ try $0.session(token: token) }) != nil else {
+                throw HTTPError(.unauthorized)
+            }
+            _ = try parsed.get()
+            return Response(status: .badRequest)
+        }
+        // The session, the outlet and its today in one statement; another day takes one more.
+        let found = try await database.run { store -> (OwnedOutletDay, [OwnedOutletHour])?? in
+            guard let (session, owned) = try store.sessionAndOutlet(token: token, code: code) else { return nil }
+            guard let (_, today) = owned else { return .some(nil) }
+            let userID = session.userID
+            guard let day = date == nil ? today : try store.localDay(userID: userID, code: code, date: date) else {
+                return .some(nil)
+            }
+            return (day, try store.hourly(userID: userID, code: code, day: day))
+        }
+        guard let found else { throw HTTPError(.unauthorized) }
+        guard let (day, hours) = found else { throw Self.noOutlet(code) }
+        let rows = hours.map { hour -> JSONOutput in
             .object(
                 [("hour", .integer(Int64(hour.hour)))] + Self.members(hour.figures) + [("cost", .money(hour.cost))])
         }
         return JSONOutput.object([
-            ("date", .string(day.date)), ("timezone", .string(day.timeZone)), ("hours", .array(hours)),
+            ("date", .string(day.date)), ("timezone", .string(day.timeZone)), ("hours", .array(rows)),
         ])
         .response()
     }

@@ -456,6 +456,17 @@ import Yams
                 guard case .array(let list)? = day.json?["hours"] else { throw HarnessError(day.body) }
                 #expect(list.map { $0["hour"]?.numberValue().map(Int.init) } == hours.map { $0 }, "\(date)")
             }
+            // No date: today in the outlet's zone (read with the session, in one statement), the same as asking
+            // for that date; and no one else's.
+            let today = try await app.send("GET", "/api/v1/outlets/kit-1/hourly", token: ana)
+            let localToday = try app.sql("SELECT to_char((now() AT TIME ZONE 'Europe/Berlin')::date, 'YYYY-MM-DD')")
+            #expect(today.status == 200)
+            #expect(today.json?["date"] == .string(localToday))
+            let dated = try await app.send("GET", "/api/v1/outlets/kit-1/hourly?date=\(localToday)", token: ana)
+            #expect(today.body == dated.body)
+            let bob = try await app.login("bob")
+            #expect(try await app.send("GET", "/api/v1/outlets/kit-1/hourly", token: bob).status == 404)
+            #expect(try await app.send("GET", "/api/v1/outlets/kit-1/hourly?date=2026-02-30").status == 401)
         }
     }
 

@@ -31,7 +31,7 @@ public struct OwnedOutletCostBase: Sendable, Equatable {
 
 extension OwnerStore {
     /// `outlet`: `userID` ($1)'s outlet `code` ($2) and its time zone; `month`: the start and end of its month now.
-    private static let outletAndMonth = """
+    static let outletAndMonth = """
         WITH outlet AS (
             SELECT d.id, d.code, outletd_outlet_zone(d.id) AS zone FROM devices d
             WHERE d.owner_id = $1 AND d.code = $2
@@ -42,16 +42,40 @@ extension OwnerStore {
         )
         """
 
-    /// What `userID`'s outlet `code` cost this month before `todayStart` (its local midnight), and its standby;
-    /// nil when the outlet is not theirs.
-    public func costBase(userID: Int64, code: String, todayStart: Date) throws -> OwnedOutletCostBase? {
-        let result = try connection.execute(
-            """
-            \(Self.outletAndMonth)
+    /// $1 user id, $2 code, $3 today's start: ``costBase(userID:code:todayStart:)``.
+    static let costBaseStatement = Statement(
+        name: "owner_cost_base",
+        sql: """
+            \(outletAndMonth)
             SELECT (SELECT sum(c.cost)::text FROM outletd_outlet_cost($2, month.starts_at, $3) c),
                    s.standby_watts, round(s.month_cost, 6)::text
             FROM outlet CROSS JOIN month LEFT JOIN outlet_standby s ON s.code = outlet.code
-            """, [userID, code, todayStart])
+            """)
+
+    /// $1 user id, $2 code, $3 and $4 today's start and end, $5 the month before today's cost (text or NULL):
+    /// ``cost(userID:code:todayStart:todayEnd:base:)``.
+    static let costTodayStatement = Statement(
+        name: "owner_cost_today",
+        sql: """
+            \(outletAndMonth), today AS (
+                SELECT sum(c.cost) AS cost FROM outletd_outlet_cost($2, $3, $4) c
+            ), mtd AS (
+                SELECT CASE WHEN $5::numeric IS NULL AND today.cost IS NULL THEN NULL
+                            ELSE coalesce($5::numeric, 0) + coalesce(today.cost, 0) END AS cost
+                FROM today
+            )
+            SELECT round(today.cost, 6)::text,
+                   (SELECT t.currency FROM outlet_tariffs o JOIN tariffs t ON t.id = o.tariff_id WHERE o.code = $2),
+                   round(mtd.cost, 6)::text,
+                   round(mtd.cost * extract(epoch FROM month.ends_at - month.starts_at)
+                         / nullif(extract(epoch FROM now() - month.starts_at), 0), 6)::text
+            FROM outlet CROSS JOIN month CROSS JOIN today CROSS JOIN mtd
+            """)
+
+    /// What `userID`'s outlet `code` cost this month before `todayStart` (its local midnight), and its standby;
+    /// nil when the outlet is not theirs.
+    public func costBase(userID: Int64, code: String, todayStart: Date) throws -> OwnedOutletCostBase? {
+        let result = try run(Self.costBaseStatement, [userID, code, todayStart])
         guard result.rowCount == 1 else { return nil }
         return OwnedOutletCostBase(
             monthBeforeTodayCost: result[0, 0], standbyWatts: try result.double(row: 0, column: 1),
@@ -65,22 +89,8 @@ extension OwnerStore {
     public func cost(userID: Int64, code: String, todayStart: Date, todayEnd: Date, base: OwnedOutletCostBase)
         throws -> OwnedOutletCost?
     {
-        let result = try connection.execute(
-            """
-            \(Self.outletAndMonth), today AS (
-                SELECT sum(c.cost) AS cost FROM outletd_outlet_cost($2, $3, $4) c
-            ), mtd AS (
-                SELECT CASE WHEN $5::numeric IS NULL AND today.cost IS NULL THEN NULL
-                            ELSE coalesce($5::numeric, 0) + coalesce(today.cost, 0) END AS cost
-                FROM today
-            )
-            SELECT round(today.cost, 6)::text,
-                   (SELECT t.currency FROM outlet_tariffs o JOIN tariffs t ON t.id = o.tariff_id WHERE o.code = $2),
-                   round(mtd.cost, 6)::text,
-                   round(mtd.cost * extract(epoch FROM month.ends_at - month.starts_at)
-                         / nullif(extract(epoch FROM now() - month.starts_at), 0), 6)::text
-            FROM outlet CROSS JOIN month CROSS JOIN today CROSS JOIN mtd
-            """, [userID, code, todayStart, todayEnd, base.monthBeforeTodayCost])
+        let result = try run(
+            Self.costTodayStatement, [userID, code, todayStart, todayEnd, base.monthBeforeTodayCost])
         guard result.rowCount == 1 else { return nil }
         return OwnedOutletCost(
             cost: result[0, 0], currency: result[0, 1], monthToDateCost: result[0, 2],

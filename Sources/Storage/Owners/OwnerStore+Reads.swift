@@ -54,7 +54,8 @@ extension OwnerStore {
             WITH who AS (\(activeSession))
             SELECT who.id, who.name, who.expires_at, who.session_id, o.code, o.name, o.description, o.online, o.reported_state,
                    o.power_watts, o.updated_at, o.time_zone,
-                   o.today::timestamp AT TIME ZONE o.time_zone, (o.today + 1)::timestamp AT TIME ZONE o.time_zone
+                   o.today::timestamp AT TIME ZONE o.time_zone, (o.today + 1)::timestamp AT TIME ZONE o.time_zone,
+                   to_char(o.today, 'YYYY-MM-DD')
             FROM who LEFT JOIN LATERAL (
                 SELECT x.*, (now() AT TIME ZONE x.time_zone)::date AS today
                 FROM (
@@ -134,7 +135,7 @@ extension OwnerStore {
     /// Every statement ``prepareStatements(_:)`` prepares: these and the detail's automation glance.
     public static let statements = [
         sessionStatement, sessionOutletsStatement, sessionOutletStatement, liveOutletsStatement, outletsStatement,
-        outletStatement, figuresStatement, localDayStatement,
+        outletStatement, figuresStatement, localDayStatement, hourlyStatement, costBaseStatement, costTodayStatement,
         Statement(name: AutomationStore.glanceStatementName, sql: AutomationStore.glanceSQL),
     ]
 
@@ -193,17 +194,18 @@ extension OwnerStore {
         return (session, try Self.outlets(result, from: 4))
     }
 
-    /// The session `token` stands for, its user's outlet `code` (nil when not theirs) and the start and end of
-    /// that outlet's local today, in one statement; nil when ``session(token:)`` would be.
+    /// The session `token` stands for, its user's outlet `code` (nil when not theirs) and that outlet's local
+    /// today, in one statement; nil when ``session(token:)`` would be.
     public func sessionAndOutlet(token: String, code: String) throws -> (
-        session: OwnerSession, outlet: (outlet: OwnedOutlet, todayStart: Date, todayEnd: Date)?
+        session: OwnerSession, outlet: (outlet: OwnedOutlet, today: OwnedOutletDay)?
     )? {
         let result = try run(Self.sessionOutletStatement, [token, code])
         guard let session = try Self.session(result) else { return nil }
         guard let outlet = try Self.outlets(result, from: 4).first,
-            let start = try result.date(row: 0, column: 12), let end = try result.date(row: 0, column: 13)
+            let start = try result.date(row: 0, column: 12), let end = try result.date(row: 0, column: 13),
+            let date = result[0, 14]
         else { return (session, nil) }
-        return (session, (outlet, start, end))
+        return (session, (outlet, OwnedOutletDay(date: date, timeZone: outlet.timeZone, start: start, end: end)))
     }
 
     /// For each of `sessions` (``OwnerSession/sessionID``) still active (as ``session(token:)`` would find it), its
@@ -249,15 +251,13 @@ extension OwnerStore {
             energyWattHours: try result.double(row: 0, column: 2))
     }
 
-    /// The local day `date` (`YYYY-MM-DD`; nil: today) of `userID`'s outlet `code` in its time zone: the
-    /// [start, end) of that day as instants, and the date. Nil when the outlet is not theirs.
-    public func localDay(userID: Int64, code: String, date: String?) throws -> (
-        date: String, timeZone: String, start: Date, end: Date
-    )? {
+    /// The local day `date` (`YYYY-MM-DD`; nil: today) of `userID`'s outlet `code` in its time zone. Nil when
+    /// the outlet is not theirs.
+    public func localDay(userID: Int64, code: String, date: String?) throws -> OwnedOutletDay? {
         let result = try run(Self.localDayStatement, [userID, code, date])
         guard result.rowCount == 1, let start = try result.date(row: 0, column: 2),
             let end = try result.date(row: 0, column: 3)
         else { return nil }
-        return (result[0, 0] ?? "", result[0, 1] ?? "UTC", start, end)
+        return OwnedOutletDay(date: result[0, 0] ?? "", timeZone: result[0, 1] ?? "UTC", start: start, end: end)
     }
 }

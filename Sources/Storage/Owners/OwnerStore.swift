@@ -48,6 +48,14 @@ public struct OwnedOutlet: Sendable, Equatable {
     public var timeZone: String
 }
 
+/// A local day of an outlet: its date (`YYYY-MM-DD`) in the outlet's time zone, and its [start, end) as instants.
+public struct OwnedOutletDay: Sendable, Equatable {
+    public var date: String
+    public var timeZone: String
+    public var start: Date
+    public var end: Date
+}
+
 /// An outlet's figures over a period, from the hourly rollups.
 public struct OwnedOutletFigures: Sendable, Equatable {
     /// Time-weighted average power, W; nil without data.
@@ -295,14 +303,10 @@ public struct OwnerStore {
 
     // MARK: Figures, from the hourly rollups
 
-    /// The 24 (23 or 25 across a DST change) local hours of `userID`'s outlet `code` on `date` (nil: today), in
-    /// order, each with its hourly rollup's figures or nils. Nil when the outlet is not theirs.
-    public func hourly(userID: Int64, code: String, date: String?) throws -> (
-        date: String, timeZone: String, hours: [OwnedOutletHour]
-    )? {
-        guard let day = try localDay(userID: userID, code: code, date: date) else { return nil }
-        let result = try connection.execute(
-            """
+    /// $1 user id, $2 code, $3 and $4 the local day's start and end, $5 its time zone: ``hourly(userID:code:day:)``.
+    static let hourlyStatement = Statement(
+        name: "owner_hourly",
+        sql: """
             SELECT extract(hour FROM s.local_hour)::int,
                    h.average_power_watts, h.peak_power_watts, h.energy_wh, round(c.cost, 6)::text
             FROM generate_series($3::timestamptz, $4::timestamptz - interval '1 hour', interval '1 hour') AS g(at)
@@ -325,7 +329,22 @@ public struct OwnerStore {
                 SELECT hour_start, sum(cost) AS cost FROM outletd_outlet_cost($2, $3, $4) GROUP BY hour_start
             ) c ON c.hour_start = g.at
             ORDER BY g.at
-            """, [userID, code, day.start, day.end, day.timeZone])
+            """)
+
+    /// The 24 (23 or 25 across a DST change) local hours of `userID`'s outlet `code` on `date` (nil: today), in
+    /// order, each with its hourly rollup's figures or nils. Nil when the outlet is not theirs.
+    public func hourly(userID: Int64, code: String, date: String?) throws -> (
+        date: String, timeZone: String, hours: [OwnedOutletHour]
+    )? {
+        guard let day = try localDay(userID: userID, code: code, date: date) else { return nil }
+        return (day.date, day.timeZone, try hourly(userID: userID, code: code, day: day))
+    }
+
+    /// The local hours of `day` (``localDay(userID:code:date:)``, or the today of
+    /// ``sessionAndOutlet(token:code:)``) of `userID`'s outlet `code`, as ``hourly(userID:code:date:)`` gives them;
+    /// none when the outlet is not theirs.
+    public func hourly(userID: Int64, code: String, day: OwnedOutletDay) throws -> [OwnedOutletHour] {
+        let result = try run(Self.hourlyStatement, [userID, code, day.start, day.end, day.timeZone])
         let hours = try (0..<result.rowCount).map { row in
             OwnedOutletHour(
                 hour: try result.int(row: row, column: 0) ?? 0,
@@ -335,7 +354,7 @@ public struct OwnerStore {
                     energyWattHours: try result.double(row: row, column: 3)),
                 cost: result[row, 4])
         }
-        return (day.date, day.timeZone, hours)
+        return hours
     }
 
     // MARK: Switching, through the one command lifecycle
