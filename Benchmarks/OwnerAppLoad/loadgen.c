@@ -4,6 +4,8 @@
 //
 //   loadgen HOST PORT RATE SECONDS CONNECTIONS TARGETS     (RATE 0: closed loop, every connection busy, at most)
 //
+// SECONDS 0: each target once, then the answers awaited however long they take (a warm-up).
+//
 // TARGETS: one request a line, `ROUTE<TAB>PATH<TAB>TOKEN` (TOKEN `-`: no Authorization), sent in order, cycled.
 // Prints one line per route, `route NAME count N errors E p50_ms X p99_ms Y max_ms Z`, then `total …`,
 // `sent N in S s`, and `cpu_s U` (the generator's own user + system CPU).
@@ -11,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -112,8 +115,17 @@ static int connectTo(const char *host, int port) {
     return fd;
 }
 
+// LOADGEN_SLOW_MS: each request slower than this is written to stderr (`slow ROUTE MS UNIX-TIME`), to line
+// up with the server's and PostgreSQL's logs; unset, none is.
+static double slowSeconds = -1;
+
 static void record(int route, double latency, int ok) {
     Route *r = &routes[route];
+    if (slowSeconds >= 0 && latency > slowSeconds) {
+        struct timespec wall;
+        clock_gettime(CLOCK_REALTIME, &wall);
+        fprintf(stderr, "slow %s %.1f %.3f\n", r->name, latency * 1000, (double)wall.tv_sec + wall.tv_nsec / 1e9);
+    }
     if (r->count == r->capacity) {
         r->capacity = r->capacity ? r->capacity * 2 : 4096;
         r->latencies = realloc(r->latencies, r->capacity * sizeof(double));
@@ -153,6 +165,7 @@ int main(int argc, char **argv) {
     const char *host = argv[1];
     int port = atoi(argv[2]), connectionCount = atoi(argv[5]);
     double rate = atof(argv[3]), seconds = atof(argv[4]);
+    if (getenv("LOADGEN_SLOW_MS")) slowSeconds = atof(getenv("LOADGEN_SLOW_MS")) / 1000;
     readTargets(argv[6], host);
     Connection *connections = calloc((size_t)connectionCount, sizeof *connections);
     if (!connections) fail("calloc");
@@ -166,12 +179,14 @@ int main(int argc, char **argv) {
     int *idle = malloc((size_t)connectionCount * sizeof(int)), idleCount = connectionCount;
     for (int i = 0; i < connectionCount; i++) idle[i] = connectionCount - 1 - i;
     size_t next = 0, sent = 0, answered = 0;
-    double start = now(), stop = start + seconds;
+    int once = seconds == 0;
+    double start = now(), stop = once ? INFINITY : start + seconds;
     struct epoll_event events[256];
     for (;;) {
         double t = now();
         // Requests due by now (open loop) or one per idle connection (closed loop), while connections are idle.
-        while (idleCount > 0 && t < stop && (rate == 0 || start + (double)next / rate <= t)) {
+        while (idleCount > 0 && t < stop && (!once || next < targetCount) &&
+               (rate == 0 || start + (double)next / rate <= t)) {
             Connection *c = &connections[idle[--idleCount]];
             Target *target = &targets[next % targetCount];
             c->busy = 1;
@@ -182,7 +197,7 @@ int main(int argc, char **argv) {
             if (write(c->fd, target->request, target->length) != (ssize_t)target->length) fail("write");
             sent++;
         }
-        if (t >= stop && idleCount == connectionCount) break;
+        if ((t >= stop || (once && next == targetCount)) && idleCount == connectionCount) break;
         if (t >= stop + 10) {
             fprintf(stderr, "loadgen: %d requests unanswered 10 s after the end\n", connectionCount - idleCount);
             break;
