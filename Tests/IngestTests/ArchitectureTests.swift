@@ -31,12 +31,15 @@ import Testing
 
     /// Every regular and executable target with its dependencies on other targets of the package.
     static func packageGraph() throws -> [String: Set<String>] {
+        // SwiftPM's build and its lock files (which it keeps in TMPDIR) in one directory, removed after.
         let scratch = NSTemporaryDirectory() + "outletd-dump-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let json = try TestStack.run([
-            "/usr/bin/env", "swift", "package", "--package-path", TestStack.packageRoot, "--scratch-path", scratch,
-            "dump-package",
-        ])
+        let json = try TestStack.run(
+            [
+                "/usr/bin/env", "swift", "package", "--package-path", TestStack.packageRoot, "--scratch-path",
+                scratch + "/build", "dump-package",
+            ], environment: ["TMPDIR": scratch])
         guard case .object(let root) = try JSONParser.parse(Array(json.utf8)),
             case .array(let targets)? = root["targets"]
         else { throw HarnessError("unexpected dump-package output") }
