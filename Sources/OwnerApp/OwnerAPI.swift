@@ -105,6 +105,19 @@ public struct OwnerAPI: Sendable {
         return token
     }
 
+    /// What `parse` reads from a request whose route looks its session up itself; when it fails, 401 without an
+    /// active session for `token` (as behind the authenticator, whatever else is wrong), else its error.
+    func parsed<T>(_ token: String, _ parse: () throws -> T) async throws -> T {
+        do {
+            return try parse()
+        } catch {
+            guard try await database.run({ try $0.session(token: token) }) != nil else {
+                throw HTTPError(.unauthorized)
+            }
+            throw error
+        }
+    }
+
     @Sendable func listOutlets(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let token = try Self.token(request)
         guard let (_, outlets) = try await database.run({ try $0.sessionAndOutlets(token: token) }) else {
@@ -180,7 +193,7 @@ public struct OwnerAPI: Sendable {
 
     @Sendable func showOutlet(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let token = try Self.token(request)
-        let parsed = Result { () throws -> (String, Date?, Date?) in
+        let (code, from, to) = try await parsed(token) { () throws -> (String, Date?, Date?) in
             let code = try Self.code(context)
             let from = try Self.instant(request, "from")
             let to = try Self.instant(request, "to")
@@ -191,14 +204,6 @@ public struct OwnerAPI: Sendable {
                 throw HTTPError(.badRequest, message: "to: must be after from, by at most 366 days")
             }
             return (code, from, to)
-        }
-        guard case .success(let (code, from, to)) = parsed else {
-            // As behind the authenticator: 401 without an active session, whatever else is wrong.
-            guard try await database.run({ try $0.session(token: token) }) != nil else {
-                throw HTTPError(.unauthorized)
-            }
-            _ = try parsed.get()
-            return Response(status: .badRequest)
         }
         let costCache = costCache
         typealias Detail = (OwnedOutlet, OwnedOutletFigures, OwnedOutletCost, Date, Date, OutletAutomationGlance?)
@@ -254,17 +259,7 @@ public struct OwnerAPI: Sendable {
 
     @Sendable func hourly(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let token = try Self.token(request)
-        let parsed = Result { () throws -> (String, String?) in
-            (try Self.code(context), try Self.date(request, "date"))
-        }
-        guard case .success(let (code, date)) = parsed else {
-            // As behind the authenticator: 401 without an active session, whatever else is wrong.
-            guard try await database.run({ try $0.session(token: token) }) != nil else {
-                throw HTTPError(.unauthorized)
-            }
-            _ = try parsed.get()
-            return Response(status: .badRequest)
-        }
+        let (code, date) = try await parsed(token) { (try Self.code(context), try Self.date(request, "date")) }
         // The session, the outlet and its today in one statement; another day takes one more.
         let found = try await database.run { store -> (OwnedOutletDay, [OwnedOutletHour])?? in
             guard let (session, owned) = try store.sessionAndOutlet(token: token, code: code) else { return nil }

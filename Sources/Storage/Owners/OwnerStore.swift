@@ -331,18 +331,9 @@ public struct OwnerStore {
             ORDER BY g.at
             """)
 
-    /// The 24 (23 or 25 across a DST change) local hours of `userID`'s outlet `code` on `date` (nil: today), in
-    /// order, each with its hourly rollup's figures or nils. Nil when the outlet is not theirs.
-    public func hourly(userID: Int64, code: String, date: String?) throws -> (
-        date: String, timeZone: String, hours: [OwnedOutletHour]
-    )? {
-        guard let day = try localDay(userID: userID, code: code, date: date) else { return nil }
-        return (day.date, day.timeZone, try hourly(userID: userID, code: code, day: day))
-    }
-
-    /// The local hours of `day` (``localDay(userID:code:date:)``, or the today of
-    /// ``sessionAndOutlet(token:code:)``) of `userID`'s outlet `code`, as ``hourly(userID:code:date:)`` gives them;
-    /// none when the outlet is not theirs.
+    /// The 24 (23 or 25 across a DST change) local hours of `day` (``localDay(userID:code:date:)``, or the today
+    /// of ``sessionAndOutlet(token:code:)``) of `userID`'s outlet `code`, in order, each with its hourly rollup's
+    /// figures or nils; none when the outlet is not theirs.
     public func hourly(userID: Int64, code: String, day: OwnedOutletDay) throws -> [OwnedOutletHour] {
         let result = try run(Self.hourlyStatement, [userID, code, day.start, day.end, day.timeZone])
         let hours = try (0..<result.rowCount).map { row in
