@@ -206,31 +206,27 @@ public struct OwnerAPI: Sendable {
             return (code, from, to)
         }
         let costCache = costCache
-        typealias Detail = (OwnedOutlet, OwnedOutletFigures, OwnedOutletCost, Date, Date, OutletAutomationGlance?)
-        let found = try await database.run { store -> Detail?? in
-            guard let (session, owned) = try store.sessionAndOutlet(token: token, code: code) else { return nil }
-            guard let (outlet, today) = owned else { return .some(nil) }
-            let (userID, start, end) = (session.userID, from ?? today.start, to ?? today.end)
-            guard let figures = try store.figures(userID: userID, code: code, from: start, to: end) else {
-                return .some(nil)
+        // The session, the outlet, its figures and its automations in one statement; the cost in one more, unless kept.
+        let found = try await database.run { store -> (OwnedOutletDetail, OwnedOutletCost)?? in
+            guard let (session, detail) = try store.detail(token: token, code: code, from: from, to: to) else {
+                return nil
             }
+            guard let detail else { return .some(nil) }
+            let (userID, start, end) = (session.userID, detail.from, detail.to)
             // Today's figures (no period asked) may come from the cache: the outlet was found as this owner's above.
             let priced =
                 from == nil
                 ? try costCache.today(CostCache.Key(userID: userID, code: code, from: start, to: end), pricing: store)
                 : try store.cost(userID: userID, code: code, from: start, to: end)
             guard let cost = priced else { return .some(nil) }
-            // What the owner's automations do next and did last: one statement.
-            let glance = try AutomationStore(connection: store.connection).glance(
-                code: code, owner: userID, prepared: store.prepared)
-            return (outlet, figures, cost, start, end, glance)
+            return (detail, cost)
         }
         guard let found else { throw HTTPError(.unauthorized) }
-        guard let (outlet, figures, cost, start, end, glance) = found else { throw Self.noOutlet(code) }
+        guard let (detail, cost) = found else { throw Self.noOutlet(code) }
         return JSONOutput.object(
-            Self.members(outlet) + [
-                ("from", .string(JSONOutput.timestamp(start))), ("to", .string(JSONOutput.timestamp(end))),
-            ] + Self.members(figures) + Self.members(cost) + Self.members(glance)
+            Self.members(detail.outlet) + [
+                ("from", .string(JSONOutput.timestamp(detail.from))), ("to", .string(JSONOutput.timestamp(detail.to))),
+            ] + Self.members(detail.figures) + Self.members(cost) + Self.members(detail.automations)
         ).response()
     }
 
@@ -260,15 +256,10 @@ public struct OwnerAPI: Sendable {
     @Sendable func hourly(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let token = try Self.token(request)
         let (code, date) = try await parsed(token) { (try Self.code(context), try Self.date(request, "date")) }
-        // The session, the outlet and its today in one statement; another day takes one more.
+        // The session, the outlet's day and its hours in one statement.
         let found = try await database.run { store -> (OwnedOutletDay, [OwnedOutletHour])?? in
-            guard let (session, owned) = try store.sessionAndOutlet(token: token, code: code) else { return nil }
-            guard let (_, today) = owned else { return .some(nil) }
-            let userID = session.userID
-            guard let day = date == nil ? today : try store.localDay(userID: userID, code: code, date: date) else {
-                return .some(nil)
-            }
-            return (day, try store.hourly(userID: userID, code: code, day: day))
+            guard let (_, chart) = try store.chart(token: token, code: code, date: date) else { return nil }
+            return .some(chart.map { ($0.day, $0.hours) })
         }
         guard let found else { throw HTTPError(.unauthorized) }
         guard let (day, hours) = found else { throw Self.noOutlet(code) }

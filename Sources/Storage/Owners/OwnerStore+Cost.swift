@@ -33,7 +33,7 @@ extension OwnerStore {
     /// `outlet`: `userID` ($1)'s outlet `code` ($2) and its time zone; `month`: the start and end of its month now.
     static let outletAndMonth = """
         WITH outlet AS (
-            SELECT d.id, d.code, outletd_outlet_zone(d.id) AS zone FROM devices d
+            SELECT d.id, d.code, \(outletZone) AS zone FROM devices d
             WHERE d.owner_id = $1 AND d.code = $2
         ), month AS (
             SELECT date_trunc('month', now(), outlet.zone) AS starts_at,

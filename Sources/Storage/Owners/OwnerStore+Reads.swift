@@ -15,18 +15,24 @@ extension OwnerStore {
     }
 
     /// The session `token` stands for: `app_sessions` joined to its user, active and not disabled.
-    private static let activeSession = """
+    static let activeSession = """
         SELECT u.id, u.name, s.expires_at, s.id AS session_id
         FROM app_sessions s JOIN app_users u ON u.id = s.user_id
         WHERE s.token_hash = sha256(convert_to($1, 'UTF8')) AND s.revoked_at IS NULL
           AND s.expires_at > clock_timestamp() AND NOT u.disabled
         """
 
+    /// The zone an outlet's days are counted in, `d` being its `devices` row: what `outletd_outlet_zone(d.id)`
+    /// (migration 21) returns, written out. A call of that SQL function cannot be inlined (it reads a table), so
+    /// each execution of a statement that calls it plans it again: 0.14 ms of today's cost statement and 0.3 ms
+    /// of the chart's (`pgbench -M prepared`, 6,000 owners, at idle).
+    static let outletZone = "coalesce(d.time_zone, (SELECT time_zone FROM rollup_settings LIMIT 1), 'UTC')"
+
     /// The columns of ``OwnedOutlet``, `d` being the outlet's `devices` row.
-    private static let outletColumns = """
+    static let outletColumns = """
         d.code, d.name, d.description, d.online, d.reported_state, t.power_watts,
         GREATEST(t.measured_at, d.last_seen_at) AS updated_at,
-        coalesce(d.time_zone, (SELECT time_zone FROM rollup_settings LIMIT 1), 'UTC') AS time_zone
+        \(outletZone) AS time_zone
         """
 
     static let sessionStatement = Statement(name: "owner_session", sql: activeSession)
@@ -44,26 +50,6 @@ extension OwnerStore {
                 WHERE d.owner_id = who.id
             ) o ON true
             ORDER BY o.name, o.code
-            """)
-
-    /// $1 token, $2 code: the session's four columns, then the outlet if its user owns it and the start and end
-    /// of its local today (as ``localDay(userID:code:date:)`` counts it), else NULLs; no row without a session.
-    static let sessionOutletStatement = Statement(
-        name: "owner_session_outlet",
-        sql: """
-            WITH who AS (\(activeSession))
-            SELECT who.id, who.name, who.expires_at, who.session_id, o.code, o.name, o.description, o.online, o.reported_state,
-                   o.power_watts, o.updated_at, o.time_zone,
-                   o.today::timestamp AT TIME ZONE o.time_zone, (o.today + 1)::timestamp AT TIME ZONE o.time_zone,
-                   to_char(o.today, 'YYYY-MM-DD')
-            FROM who LEFT JOIN LATERAL (
-                SELECT x.*, (now() AT TIME ZONE x.time_zone)::date AS today
-                FROM (
-                    SELECT \(outletColumns)
-                    FROM devices d LEFT JOIN rollup_tails t ON t.device_id = d.id
-                    WHERE d.owner_id = who.id AND d.code = $2
-                ) x
-            ) o ON true
             """)
 
     /// $1 the session ids of the app's open live streams (``liveOutlets(sessions:)``): for each one still active
@@ -105,24 +91,11 @@ extension OwnerStore {
             WHERE d.owner_id = $1 AND d.code = $2
             """)
 
-    static let figuresStatement = Statement(
-        name: "owner_figures",
-        sql: """
-            SELECT coalesce(sum(h.power_integral_watt_seconds) / nullif(sum(h.covered_seconds), 0),
-                            sum(h.power_sum_watts) / nullif(sum(h.sample_count), 0)),
-                   max(h.peak_power_watts), sum(h.energy_wh)
-            FROM devices d
-            LEFT JOIN power_rollups_hourly h ON h.device_id = d.id
-                 AND h.bucket_start >= date_trunc('hour', $3::timestamptz) AND h.bucket_start < $4::timestamptz
-            WHERE d.owner_id = $1 AND d.code = $2
-            GROUP BY d.id
-            """)
-
     static let localDayStatement = Statement(
         name: "owner_local_day",
         sql: """
             WITH o AS (
-                SELECT coalesce(d.time_zone, (SELECT time_zone FROM rollup_settings LIMIT 1), 'UTC') AS zone
+                SELECT \(outletZone) AS zone
                 FROM devices d WHERE d.owner_id = $1 AND d.code = $2
             ), day AS (
                 SELECT zone, coalesce($3::date, (now() AT TIME ZONE zone)::date) AS local_date FROM o
@@ -132,11 +105,10 @@ extension OwnerStore {
             FROM day
             """)
 
-    /// Every statement ``prepareStatements(_:)`` prepares: these and the detail's automation glance.
+    /// Every statement ``prepareStatements(_:)`` prepares: these, the detail's and the chart's.
     public static let statements = [
-        sessionStatement, sessionOutletsStatement, sessionOutletStatement, liveOutletsStatement, outletsStatement,
-        outletStatement, figuresStatement, localDayStatement, hourlyStatement, costBaseStatement, costTodayStatement,
-        Statement(name: AutomationStore.glanceStatementName, sql: AutomationStore.glanceSQL),
+        sessionStatement, sessionOutletsStatement, detailStatement, chartStatement, liveOutletsStatement,
+        outletsStatement, outletStatement, localDayStatement, costBaseStatement, costTodayStatement,
     ]
 
     /// Prepares ``statements`` on `connection` (once per connection, right after it opens); an ``OwnerStore``
@@ -153,7 +125,7 @@ extension OwnerStore {
     }
 
     /// The outlets of `result`'s rows from `column` on (``outletColumns``' order); a row whose code is NULL is none.
-    private static func outlets(_ result: PostgresResult, from column: Int = 0) throws -> [OwnedOutlet] {
+    static func outlets(_ result: PostgresResult, from column: Int = 0) throws -> [OwnedOutlet] {
         try (0..<result.rowCount).compactMap { try outlet(result, row: $0, from: column) }
     }
 
@@ -170,7 +142,7 @@ extension OwnerStore {
     }
 
     /// The session of the first row's first four columns, or nil when there is no row.
-    private static func session(_ result: PostgresResult) throws -> OwnerSession? {
+    static func session(_ result: PostgresResult) throws -> OwnerSession? {
         guard result.rowCount >= 1, let id = try result.int64(row: 0, column: 0),
             let expiresAt = try result.date(row: 0, column: 2), let sessionID = try result.int64(row: 0, column: 3)
         else { return nil }
@@ -192,20 +164,6 @@ extension OwnerStore {
         let result = try run(Self.sessionOutletsStatement, [token])
         guard let session = try Self.session(result) else { return nil }
         return (session, try Self.outlets(result, from: 4))
-    }
-
-    /// The session `token` stands for, its user's outlet `code` (nil when not theirs) and that outlet's local
-    /// today, in one statement; nil when ``session(token:)`` would be.
-    public func sessionAndOutlet(token: String, code: String) throws -> (
-        session: OwnerSession, outlet: (outlet: OwnedOutlet, today: OwnedOutletDay)?
-    )? {
-        let result = try run(Self.sessionOutletStatement, [token, code])
-        guard let session = try Self.session(result) else { return nil }
-        guard let outlet = try Self.outlets(result, from: 4).first,
-            let start = try result.date(row: 0, column: 12), let end = try result.date(row: 0, column: 13),
-            let date = result[0, 14]
-        else { return (session, nil) }
-        return (session, (outlet, OwnedOutletDay(date: date, timeZone: outlet.timeZone, start: start, end: end)))
     }
 
     /// For each of `sessions` (``OwnerSession/sessionID``) still active (as ``session(token:)`` would find it), its
@@ -239,17 +197,6 @@ extension OwnerStore {
     }
 
     // MARK: Figures, from the hourly rollups
-
-    /// Average, peak and energy of `userID`'s outlet `code` over the hour buckets starting in `[from, to)`, or
-    /// nil when the outlet is not theirs. Rollup hours are whole: `from` and `to` count by the hour they fall in.
-    public func figures(userID: Int64, code: String, from: Date, to: Date) throws -> OwnedOutletFigures? {
-        let result = try run(Self.figuresStatement, [userID, code, from, to])
-        guard result.rowCount == 1 else { return nil }
-        return OwnedOutletFigures(
-            averagePowerWatts: try result.double(row: 0, column: 0),
-            peakPowerWatts: try result.double(row: 0, column: 1),
-            energyWattHours: try result.double(row: 0, column: 2))
-    }
 
     /// The local day `date` (`YYYY-MM-DD`; nil: today) of `userID`'s outlet `code` in its time zone. Nil when
     /// the outlet is not theirs.

@@ -301,53 +301,6 @@ public struct OwnerStore {
         return try released.int(row: 0, column: 0) == 1
     }
 
-    // MARK: Figures, from the hourly rollups
-
-    /// $1 user id, $2 code, $3 and $4 the local day's start and end, $5 its time zone: ``hourly(userID:code:day:)``.
-    static let hourlyStatement = Statement(
-        name: "owner_hourly",
-        sql: """
-            SELECT extract(hour FROM s.local_hour)::int,
-                   h.average_power_watts, h.peak_power_watts, h.energy_wh, round(c.cost, 6)::text
-            FROM generate_series($3::timestamptz, $4::timestamptz - interval '1 hour', interval '1 hour') AS g(at)
-            CROSS JOIN LATERAL (SELECT g.at AT TIME ZONE $5 AS local_hour) s
-            LEFT JOIN LATERAL (
-                SELECT sum(r.power_integral_watt_seconds) / nullif(sum(r.covered_seconds), 0) AS integral_average,
-                       sum(r.power_sum_watts) / nullif(sum(r.sample_count), 0) AS plain_average,
-                       max(r.peak_power_watts) AS peak_power_watts, sum(r.energy_wh) AS energy_wh,
-                       count(*) AS buckets
-                FROM devices d JOIN power_rollups_hourly r ON r.device_id = d.id
-                WHERE d.owner_id = $1 AND d.code = $2
-                  AND r.bucket_start >= g.at AND r.bucket_start < g.at + interval '1 hour'
-            ) x ON true
-            CROSS JOIN LATERAL (
-                SELECT CASE WHEN x.buckets > 0 THEN coalesce(x.integral_average, x.plain_average) END
-                           AS average_power_watts,
-                       x.peak_power_watts, x.energy_wh
-            ) h
-            LEFT JOIN (
-                SELECT hour_start, sum(cost) AS cost FROM outletd_outlet_cost($2, $3, $4) GROUP BY hour_start
-            ) c ON c.hour_start = g.at
-            ORDER BY g.at
-            """)
-
-    /// The 24 (23 or 25 across a DST change) local hours of `day` (``localDay(userID:code:date:)``, or the today
-    /// of ``sessionAndOutlet(token:code:)``) of `userID`'s outlet `code`, in order, each with its hourly rollup's
-    /// figures or nils; none when the outlet is not theirs.
-    public func hourly(userID: Int64, code: String, day: OwnedOutletDay) throws -> [OwnedOutletHour] {
-        let result = try run(Self.hourlyStatement, [userID, code, day.start, day.end, day.timeZone])
-        let hours = try (0..<result.rowCount).map { row in
-            OwnedOutletHour(
-                hour: try result.int(row: row, column: 0) ?? 0,
-                figures: OwnedOutletFigures(
-                    averagePowerWatts: try result.double(row: row, column: 1),
-                    peakPowerWatts: try result.double(row: row, column: 2),
-                    energyWattHours: try result.double(row: row, column: 3)),
-                cost: result[row, 4])
-        }
-        return hours
-    }
-
     // MARK: Switching, through the one command lifecycle
 
     /// Requests `requested` for `userID`'s outlet `code` through `outletd_enqueue_command` (source `app`), under a
