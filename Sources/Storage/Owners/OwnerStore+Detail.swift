@@ -1,11 +1,10 @@
 import Foundation
 import Postgres
 
-/// An owner's outlet as its detail shows it: the outlet, its local today, the period read (today unless asked),
-/// its figures over that period and what its automations do next and did last.
+/// An owner's outlet as its detail shows it: the outlet, the period read (its local today unless asked), its
+/// figures over that period and what its automations do next and did last.
 public struct OwnedOutletDetail: Sendable, Equatable {
     public var outlet: OwnedOutlet
-    public var today: OwnedOutletDay
     /// The period the figures are of: `[from, to)`.
     public var from: Date
     public var to: Date
@@ -14,23 +13,22 @@ public struct OwnedOutletDetail: Sendable, Equatable {
 }
 
 /// The outlet detail's and the chart's reads, each one statement with the session the token stands for: one round
-/// trip to PostgreSQL per request (the detail's cost aside, which the app keeps a while: ``costToday``). Under load
+/// trip to PostgreSQL per request (the detail's cost aside, which the app keeps a while: ``cost(userID:code:todayStart:todayEnd:base:)``). Under load
 /// every round trip is two more threads to wake on a busy machine, and the tail of the requests' latency grew with
 /// their number (docs/OWNER-APP-LOAD.md). The session's conditions are ``session(token:)``'s and the outlet is
 /// keyed by the user id it found, as in ``sessionAndOutlets(token:)``.
 extension OwnerStore {
     /// $1 token, $2 code, $3 and $4 the period (NULL and NULL: the outlet's local today): the session's four
-    /// columns; the outlet (8), its today's start, end and date; the period's start and end; average, peak and
-    /// energy over its hour buckets (each counted whole by the hour it starts in); the automations' glance (20). NULLs
+    /// columns; the outlet (8); the period's start and end; average, peak and energy over its hour buckets (each
+    /// counted whole by the hour it starts in); the automations' glance (20). NULLs
     /// from the fifth column on when the outlet is not the user's; no row without an active session.
     static let detailStatement = Statement(
         name: "owner_detail",
         sql: """
             WITH who AS (\(activeSession))
             SELECT who.id, who.name, who.expires_at, who.session_id, o.code, o.name, o.description, o.online,
-                   o.reported_state, o.power_watts, o.updated_at, o.time_zone,
-                   o.today::timestamp AT TIME ZONE o.time_zone, (o.today + 1)::timestamp AT TIME ZONE o.time_zone,
-                   to_char(o.today, 'YYYY-MM-DD'), p.starts_at, p.ends_at, f.average, f.peak, f.energy,
+                   o.reported_state, o.power_watts, o.updated_at, o.time_zone, p.starts_at, p.ends_at, f.average,
+                   f.peak, f.energy,
                    \(AutomationStore.glanceColumns(zone: "o.time_zone"))
             FROM who LEFT JOIN LATERAL (
                 SELECT x.*, (now() AT TIME ZONE x.time_zone)::date AS today
@@ -110,21 +108,18 @@ extension OwnerStore {
     )? {
         let result = try run(Self.detailStatement, [token, code, from, to])
         guard let session = try Self.session(result) else { return nil }
-        guard let outlet = try Self.outlets(result, from: 4).first,
-            let start = try result.date(row: 0, column: 12), let end = try result.date(row: 0, column: 13),
-            let date = result[0, 14], let periodStart = try result.date(row: 0, column: 15),
-            let periodEnd = try result.date(row: 0, column: 16)
+        guard let outlet = try Self.outlets(result, from: 4).first, let from = try result.date(row: 0, column: 12),
+            let to = try result.date(row: 0, column: 13)
         else { return (session, nil) }
         return (
             session,
             OwnedOutletDetail(
-                outlet: outlet, today: OwnedOutletDay(date: date, timeZone: outlet.timeZone, start: start, end: end),
-                from: periodStart, to: periodEnd,
+                outlet: outlet, from: from, to: to,
                 figures: OwnedOutletFigures(
-                    averagePowerWatts: try result.double(row: 0, column: 17),
-                    peakPowerWatts: try result.double(row: 0, column: 18),
-                    energyWattHours: try result.double(row: 0, column: 19)),
-                automations: try AutomationStore.glance(result, row: 0, from: 20, code: code))
+                    averagePowerWatts: try result.double(row: 0, column: 14),
+                    peakPowerWatts: try result.double(row: 0, column: 15),
+                    energyWattHours: try result.double(row: 0, column: 16)),
+                automations: try AutomationStore.glance(result, row: 0, from: 17, code: code))
         )
     }
 
