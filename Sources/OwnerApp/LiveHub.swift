@@ -234,15 +234,21 @@ final class LiveHub: Sendable {
     }
 
     /// `event: outlets`: the owner's outlets as `GET /api/v1/outlets` lists them, and when they were read; its id
-    /// is that instant in milliseconds since 1970.
+    /// is that instant in milliseconds since 1970. Written straight into one buffer sized for the list: at 6,000
+    /// open pages this runs 2,000 times a second.
     static func event(_ outlets: [OwnedOutlet], _ stamp: Stamp) -> ByteBuffer {
-        let data = JSONOutput.object([
-            ("at", .string(stamp.text)), ("outlets", .array(outlets.map { .object(OwnerAPI.members($0)) })),
-        ])
+        var buffer = ByteBufferAllocator().buffer(capacity: 96 + 256 * outlets.count)
+        buffer.writeStaticString("id: ")
+        buffer.writeString(String(stamp.milliseconds))
+        buffer.writeStaticString("\nevent: outlets\ndata: {\"at\":")
+        JSONOutput.writeString(stamp.text, to: &buffer)
+        buffer.writeStaticString(",\"outlets\":[")
+        for (index, outlet) in outlets.enumerated() {
+            if index > 0 { buffer.writeInteger(UInt8(ascii: ",")) }
+            OwnerAPI.write(outlet, to: &buffer)
+        }
         // JSONOutput escapes control characters in strings, so the data is one line.
-        var buffer = ByteBuffer(string: "id: \(stamp.milliseconds)\nevent: outlets\ndata: ")
-        data.write(to: &buffer)
-        buffer.writeStaticString("\n\n")
+        buffer.writeStaticString("]}\n\n")
         return buffer
     }
 

@@ -314,6 +314,28 @@ public struct OwnerAPI: Sendable {
         ]
     }
 
+    /// `outlet` as `members(_ outlet:)` shapes it, written straight into `buffer`: each live event
+    /// carries its owner's outlets this way, without a tree of values (and its strings and arrays) per event.
+    static func write(_ outlet: OwnedOutlet, to buffer: inout ByteBuffer) {
+        buffer.writeStaticString("{\"code\":")
+        JSONOutput.writeString(outlet.code, to: &buffer)
+        buffer.writeStaticString(",\"name\":")
+        JSONOutput.writeString(outlet.name, to: &buffer)
+        buffer.writeStaticString(",\"description\":")
+        JSONOutput.writeString(outlet.description, to: &buffer)
+        buffer.writeStaticString(",\"online\":")
+        JSONOutput.optional(outlet.online).write(to: &buffer)
+        buffer.writeStaticString(",\"state\":")
+        JSONOutput.optional(outlet.state?.rawValue).write(to: &buffer)
+        buffer.writeStaticString(",\"power_watts\":")
+        JSONOutput.optional(outlet.powerWatts).write(to: &buffer)
+        buffer.writeStaticString(",\"updated_at\":")
+        JSONOutput.optional(outlet.updatedAt).write(to: &buffer)
+        buffer.writeStaticString(",\"timezone\":")
+        JSONOutput.writeString(outlet.timeZone, to: &buffer)
+        buffer.writeInteger(UInt8(ascii: "}"))
+    }
+
     static func members(_ figures: OwnedOutletFigures) -> [(String, JSONOutput)] {
         [
             ("average_power_watts", .optional(figures.averagePowerWatts)),

@@ -1,9 +1,12 @@
 import Config
+import Foundation
 import Logging
+import NIOCore
 import Observability
 import Testing
 
 @testable import OwnerApp
+@testable import Storage
 @testable import Telemetry
 
 /// The owners' app's rules as pure functions, table by table: what text may be stored and how it is printed,
@@ -52,6 +55,44 @@ struct OwnerAppRulesTests {
         #expect(
             JSONOutput.object([(text, .array([.string(text), .null, .integer(-3)]))]).text
                 == "{\(jsonString(text)):[\(jsonString(text)),null,-3]}")
+    }
+
+    /// A live event writes each outlet straight into its buffer: byte for byte what the list route's members give.
+    @Test(arguments: [
+        OwnedOutlet(
+            code: "sim-0001", name: "Fridge", description: "", online: true, state: .on, powerWatts: 95.25,
+            updatedAt: Date(timeIntervalSince1970: 1_795_000_000.25), timeZone: "America/Fortaleza"),
+        OwnedOutlet(
+            code: "K7QF", name: "quote \" nul \u{0} c1 \u{85}", description: "tab\tline\n🔌", online: nil, state: nil,
+            powerWatts: nil, updatedAt: nil, timeZone: "UTC"),
+        OwnedOutlet(
+            code: "x", name: "Geladeira é", description: "\u{2028}", online: false, state: .off,
+            powerWatts: .infinity, updatedAt: Date(timeIntervalSince1970: 0), timeZone: "Asia/Kolkata"),
+        OwnedOutlet(
+            code: "y", name: "n", description: "d", online: true, state: .on, powerWatts: -0.0004,
+            updatedAt: Date(timeIntervalSince1970: 1_795_000_000.9996), timeZone: "UTC"),
+    ])
+    func outletJSONIsWrittenAsItsMembersAre(_ outlet: OwnedOutlet) {
+        var buffer = ByteBuffer()
+        OwnerAPI.write(outlet, to: &buffer)
+        #expect(String(buffer: buffer) == JSONOutput.object(OwnerAPI.members(outlet)).text)
+    }
+
+    @Test func liveEventCarriesTheListAsOneLineOfData() throws {
+        let outlets = [
+            OwnedOutlet(
+                code: "a", name: "line\nbreak", description: "", online: true, state: .on, powerWatts: 1,
+                updatedAt: nil, timeZone: "UTC"),
+            OwnedOutlet(
+                code: "b", name: "B", description: "", online: nil, state: nil, powerWatts: nil, updatedAt: nil,
+                timeZone: "UTC"),
+        ]
+        let at = Date(timeIntervalSince1970: 1_795_000_000.123)
+        let list = JSONOutput.array(outlets.map { .object(OwnerAPI.members($0)) }).text
+        let data = "{\"at\":\"\(JSONOutput.timestamp(at))\",\"outlets\":\(list)}"
+        let expected = "id: 1795000000123\nevent: outlets\ndata: \(data)\n\n"
+        #expect(String(buffer: LiveHub.event(outlets, LiveHub.Stamp(at))) == expected)
+        #expect(String(buffer: LiveHub.event([], LiveHub.Stamp(at))).contains("\"outlets\":[]}\n\n"))
     }
 
     @Test func jsonEscapesDELAndC1() {
