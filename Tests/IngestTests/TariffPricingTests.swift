@@ -304,15 +304,24 @@ import Testing
                 from: Date(timeIntervalSince1970: from).formatted(.iso8601),
                 to: Date(timeIntervalSince1970: to).formatted(.iso8601))
         }
-        let today = try #require(try store.localDay(userID: userID, code: "kit-1", date: nil))
-        let whole = try #require(try store.cost(userID: userID, code: "kit-1", from: today.start, to: today.end))
-        let base = try #require(try store.costBase(userID: userID, code: "kit-1", todayStart: today.start))
+        // Today in the outlet's zone, as the detail's statement counts it.
+        let today = try ["", " + 1"].map { plus in
+            try #require(
+                RFC3339.date(
+                    from: try Harness.scalar(
+                        url,
+                        "SELECT to_char(((now() AT TIME ZONE 'America/Fortaleza')::date\(plus))::timestamp AT TIME ZONE 'America/Fortaleza' AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+                    )))
+        }
+        let (todayStart, todayEnd) = (today[0], today[1])
+        let whole = try #require(try store.cost(userID: userID, code: "kit-1", from: todayStart, to: todayEnd))
+        let base = try #require(try store.costBase(userID: userID, code: "kit-1", todayStart: todayStart))
         let split = try #require(
-            try store.cost(userID: userID, code: "kit-1", todayStart: today.start, todayEnd: today.end, base: base))
+            try store.cost(userID: userID, code: "kit-1", todayStart: todayStart, todayEnd: todayEnd, base: base))
         #expect(split == whole, "today apart: \(split), the whole month: \(whole)")
         #expect(whole.monthToDateCost != nil && whole.currency == "BRL")
         // Not the caller's outlet: nothing.
-        #expect(try store.costBase(userID: userID + 1, code: "kit-1", todayStart: today.start) == nil)
+        #expect(try store.costBase(userID: userID + 1, code: "kit-1", todayStart: todayStart) == nil)
     }
 
     /// One price all day, every month: whatever the day the test runs on is priced.

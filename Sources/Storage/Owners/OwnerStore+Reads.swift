@@ -75,14 +75,6 @@ extension OwnerStore {
             ORDER BY who.ord, o.name, o.code
             """)
 
-    static let outletsStatement = Statement(
-        name: "owner_outlets",
-        sql: """
-            SELECT \(outletColumns)
-            FROM devices d LEFT JOIN rollup_tails t ON t.device_id = d.id
-            WHERE d.owner_id = $1 ORDER BY d.name, d.code
-            """)
-
     static let outletStatement = Statement(
         name: "owner_outlet",
         sql: """
@@ -91,24 +83,10 @@ extension OwnerStore {
             WHERE d.owner_id = $1 AND d.code = $2
             """)
 
-    static let localDayStatement = Statement(
-        name: "owner_local_day",
-        sql: """
-            WITH o AS (
-                SELECT \(outletZone) AS zone
-                FROM devices d WHERE d.owner_id = $1 AND d.code = $2
-            ), day AS (
-                SELECT zone, coalesce($3::date, (now() AT TIME ZONE zone)::date) AS local_date FROM o
-            )
-            SELECT to_char(local_date, 'YYYY-MM-DD'), zone,
-                   local_date::timestamp AT TIME ZONE zone, (local_date + 1)::timestamp AT TIME ZONE zone
-            FROM day
-            """)
-
     /// Every statement ``prepareStatements(_:)`` prepares: these, the detail's and the chart's.
     public static let statements = [
         sessionStatement, sessionOutletsStatement, detailStatement, chartStatement, liveOutletsStatement,
-        outletsStatement, outletStatement, localDayStatement, costBaseStatement, costTodayStatement,
+        outletStatement, costBaseStatement, costTodayStatement,
     ]
 
     /// Prepares ``statements`` on `connection` (once per connection, right after it opens); an ``OwnerStore``
@@ -186,25 +164,8 @@ extension OwnerStore {
 
     // MARK: Outlets, keyed by owner
 
-    /// The outlets `userID` owns, by name then code.
-    public func outlets(userID: Int64) throws -> [OwnedOutlet] {
-        try Self.outlets(run(Self.outletsStatement, [userID]))
-    }
-
     /// The outlet `code` if `userID` owns it.
     public func outlet(userID: Int64, code: String) throws -> OwnedOutlet? {
         try Self.outlets(run(Self.outletStatement, [userID, code])).first
-    }
-
-    // MARK: Figures, from the hourly rollups
-
-    /// The local day `date` (`YYYY-MM-DD`; nil: today) of `userID`'s outlet `code` in its time zone. Nil when
-    /// the outlet is not theirs.
-    public func localDay(userID: Int64, code: String, date: String?) throws -> OwnedOutletDay? {
-        let result = try run(Self.localDayStatement, [userID, code, date])
-        guard result.rowCount == 1, let start = try result.date(row: 0, column: 2),
-            let end = try result.date(row: 0, column: 3)
-        else { return nil }
-        return OwnedOutletDay(date: result[0, 0] ?? "", timeZone: result[0, 1] ?? "UTC", start: start, end: end)
     }
 }
