@@ -2,19 +2,20 @@ import Foundation
 import Runtime
 import Storage
 
-/// The cost figures of an outlet's detail for its default period (today), kept for ``lifetimeSeconds`` per owner
-/// and outlet; and their slow part (the month before today and the standby, ``OwnedOutletCostBase``) kept for
-/// ``baseLifetimeSeconds``, so that past the lifetime only today is priced again. Pricing reads the month's hourly rollups and the tariff's pieces (month to date, the projection, the
-/// standby): 10–15 ms of PostgreSQL per outlet, against well under a millisecond for the rest of the detail, and the
-/// page asks for the detail every 3 s. Within the lifetime the money shown may miss the last minute's energy, a
-/// late reading or a new tariff version; past it, the next poll prices today again, and the days before within
-/// the base's lifetime (an hour: a late reading for an earlier day, a new tariff version for past days or a
-/// changed standby shows within it). A period asked for (`from`, `to`) is always priced afresh.
+/// The cost figures of an outlet's detail for its default period (today), kept for ``lifetimeSeconds`` per owner and
+/// outlet; and their slow part (the month before today and the standby, ``OwnedOutletCostBase``) kept for
+/// ``baseLifetimeSeconds``, so that past the lifetime only today is priced again. Pricing reads the month's hourly
+/// rollups and the tariff's pieces (month to date, the projection, the standby): 10–15 ms of PostgreSQL per outlet,
+/// against well under a millisecond for the rest of the detail, and the page asks for the detail every 3 s. Within the
+/// lifetime the money shown may miss the last minute's energy, a late reading or a new tariff version; past it, the
+/// next poll prices today again, and the days before within the base's lifetime (an hour: a late reading for an earlier
+/// day, a new tariff version for past days or a changed standby shows within it). A period asked for (`from`, `to`) is
+/// always priced afresh.
 ///
 /// An entry is served only to the owner it was priced for, after the request's own query found that owner's outlet
-/// (``OwnerStore/outlet(userID:code:)``), so a released outlet's figures never reach its next owner; claiming,
-/// updating or releasing an outlet forgets its entries. The entries are bounded (``maxEntries``): past it, the
-/// expired ones go, then every one.
+/// (``OwnerStore/outlet(userID:code:)``), so a released outlet's figures never reach its next owner; claiming, updating
+/// or releasing an outlet forgets its entries. The entries are bounded (``maxEntries``): past it, the expired ones go,
+/// then every one.
 final class CostCache: Sendable {
     struct Key: Hashable, Sendable {
         var userID: Int64

@@ -5,9 +5,10 @@ import Postgres
 import Runtime
 import Storage
 
-/// The app's way to PostgreSQL: a few ``DatabaseWorker``s (threads with a connection each, reconnecting with
-/// backoff, the hot reads prepared on each: ``OwnerStore/prepareStatements(_:)``) that take queries from one queue. A route awaits ``run(_:)``; the query, and bcrypt, run on a worker's
-/// thread, never on Swift's cooperative pool (two threads here).
+/// The app's way to PostgreSQL: a few ``DatabaseWorker``s (threads with a connection each, reconnecting with backoff,
+/// the hot reads prepared on each: ``OwnerStore/prepareStatements(_:)``) that take queries from one queue. A route
+/// awaits ``run(_:)``; the query, and bcrypt, run on a worker's thread, never on Swift's cooperative pool (two threads
+/// here).
 public final class OwnerDatabase: Sendable {
     /// A query waiting for a worker.
     struct Query: Sendable {

@@ -12,11 +12,12 @@ public struct OwnedOutletDetail: Sendable, Equatable {
     public var automations: OutletAutomationGlance
 }
 
-/// The outlet detail's and the chart's reads, each one statement with the session the token stands for: one round
-/// trip to PostgreSQL per request (the detail's cost aside, which the app keeps a while: ``cost(userID:code:todayStart:todayEnd:base:)``). Under load
-/// every round trip is two more threads to wake on a busy machine, and the tail of the requests' latency grew with
-/// their number (docs/OWNER-APP-LOAD.md). The session's conditions are ``session(token:)``'s and the outlet is
-/// keyed by the user id it found, as in ``sessionAndOutlets(token:)``.
+/// The outlet detail's and the chart's reads, each one statement with the session the token stands for: one round trip
+/// to PostgreSQL per request (the detail's cost aside, which the app keeps a while:
+/// ``cost(userID:code:todayStart:todayEnd:base:)``). Under load every round trip is two more threads to wake on a busy
+/// machine, and the tail of the requests' latency grew with their number (docs/OWNER-APP-LOAD.md). The session's
+/// conditions are ``session(token:)``'s and the outlet is keyed by the user id it found, as in
+/// ``sessionAndOutlets(token:)``.
 extension OwnerStore {
     /// $1 token, $2 code, $3 and $4 the period (NULL and NULL: the outlet's local today): the session's four
     /// columns; the outlet (8); the period's start and end; average, peak and energy over its hour buckets (each
