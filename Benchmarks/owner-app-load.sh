@@ -25,7 +25,9 @@
 # event timed from the read it carries to its arrival) while their pages' other requests go on: each detail
 # owner's detail (figures and cost) and chart once a minute, N / 60 requests/s. A level passes when the events'
 # and the requests' p99 are under 100 ms, every stream is served, at least 90 % of the events due arrive and
-# ingest stores at least 90 % of INGEST_RATE.
+# ingest stores at least 90 % of INGEST_RATE. Every level also prints, per second, the PUBLISHes the broker took
+# (mosquitto's $SYS counter, updated each second: ±1 s at each end) and the messages outletd received, beside the
+# readings stored: a level that fails on ingest shows which stage fell behind.
 #
 # Knobs: OWNERS (6000), INGEST_RATE (20000), START_RATE (250), MAX_RATE (8000), LEVELS (a list of rates instead
 # of the search), LEVEL_SECONDS (15), BASE_SECONDS (10), CONNECTIONS (256), CONFIG (release), BENCH_DAEMON (another
@@ -59,8 +61,13 @@ export STACK_PG_DURABLE=1
 . Benchmarks/stack.sh
 bench_outletd_stack owner-app "$outlets"
 require_durable
-app_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-export OUTLETD_APP_LISTEN=127.0.0.1:$app_port OUTLETD_INSTANCE_ID=bench
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+app_port=$(free_port) metrics_port=$(free_port)
+export OUTLETD_APP_LISTEN=127.0.0.1:$app_port OUTLETD_HTTP_LISTEN=127.0.0.1:$metrics_port OUTLETD_INSTANCE_ID=bench
+# Where ingest falls behind, when it does: the PUBLISHes the broker took (the simulator's; $SYS, updated each
+# second) and the messages outletd received, beside the readings stored.
+took() { mosquitto_sub -h 127.0.0.1 -p "$OUTLETD_MQTT_PORT" -t '$SYS/broker/publish/messages/received' -C 1 -W 5; }
+received() { curl -sf "127.0.0.1:$metrics_port/metrics" | awk '/^outletd_messages_received_total/ {print $2}'; }
 
 echo "== owners' app: $owners owners × $per_owner outlets, sessions, a tariff, hourly rollups since the month began" >&2
 t0=$(now)
@@ -177,14 +184,16 @@ sleep 30
 # (ingest_on=1), a level passes only if ingest stored at least 90 % of INGEST_RATE during it.
 rows=() idle_cpu_rate= ingest_on=1
 level() {
-    local rate=$1 o0 p0 t0 i0 elapsed out backends served p99 errors answered cpu_o cpu_p cores_o stored
+    local rate=$1 o0 p0 t0 i0 b0 r0 elapsed out backends served p99 errors answered cpu_o cpu_p cores_o stored
     targets "$rate"
     mapfile -t backends < <(app_backends)
+    b0=$(took) r0=$(received)
     o0=$(cpu_ticks "$outletd_pid") p0=$(ticks_of "${backends[@]}") i0=$(inserted) t0=$(now)
     out=$("$loadgen" 127.0.0.1 "$app_port" "$rate" "$level_seconds" "$connections" "$dir/targets")
     elapsed=$(calc "$(now) - $t0")
-    local readings
+    local readings took_rate received_rate
     readings=$(( $(inserted) - i0 ))
+    took_rate=$(calc "round(($(took) - $b0) / $elapsed)") received_rate=$(calc "round(($(received) - $r0) / $elapsed)")
     local outletd_seconds
     outletd_seconds=$(calc "($(cpu_ticks "$outletd_pid") - $o0) / $hz")
     cores_o=$(calc "round($outletd_seconds / $elapsed, 2)")
@@ -205,9 +214,9 @@ level() {
     served=$(calc "round($answered / $seconds)")
     passed=$(calc "int($p99 < 100 and $errors == 0 and $answered >= 0.98 * $rate * $level_seconds
                         and (not $ingest_on or $stored >= 0.9 * $ingest_rate))")
-    rows+=("$(printf '%6s %7s %s %8s %10s %8s %7s %7s %8s  %s' "$rate" "$served" "$route_cols" "$p99" \
+    rows+=("$(printf '%6s %7s %s %8s %10s %8s %7s %7s %7s %7s %8s  %s' "$rate" "$served" "$route_cols" "$p99" \
         "$cpu_o" "$(calc "round($cpu_p / $answered * 1000, 3)")" \
-        "$cores_o" "$(calc "round($gen_cpu / $seconds, 2)")" "$stored" \
+        "$cores_o" "$(calc "round($gen_cpu / $seconds, 2)")" "$took_rate" "$received_rate" "$stored" \
         "$([ "$passed" = 1 ] && echo pass || echo FAIL)")")
     echo "   ${rows[-1]}" >&2
     [ "$errors" = 0 ] || [ "$rate" != "$first_rate" ] \
@@ -253,7 +262,7 @@ fi
 # once a minute each, N / 60 requests/s. Appends its row to `stream_rows` and sets `passed`.
 stream_rows=() stream_capacity=0
 stream_level() {
-    local n=$1 rate o0 p0 i0 t0 elapsed out streamed backends open_seconds
+    local n=$1 rate o0 p0 i0 t0 b0 r0 elapsed out streamed backends open_seconds
     rate=$(calc "max(1, round($n / 60))")
     python3 - "$n" "$per_owner" "$width" "$dir" <<'PY'
 import sys
@@ -271,10 +280,12 @@ PY
     local streams_pid=$!
     sleep "$open_seconds"
     mapfile -t backends < <(app_backends)
+    b0=$(took) r0=$(received)
     o0=$(cpu_ticks "$outletd_pid") p0=$(ticks_of "${backends[@]}") i0=$(inserted) t0=$(now)
     out=$("$loadgen" 127.0.0.1 "$app_port" "$rate" "$level_seconds" "$connections" "$dir/stream-targets")
     elapsed=$(calc "$(now) - $t0")
-    local cores_o cores_p stored
+    local cores_o cores_p stored took_rate received_rate
+    took_rate=$(calc "round(($(took) - $b0) / $elapsed)") received_rate=$(calc "round(($(received) - $r0) / $elapsed)")
     cores_o=$(calc "round(($(cpu_ticks "$outletd_pid") - $o0) / $hz / $elapsed, 2)")
     cores_p=$(calc "round(($(ticks_of "${backends[@]}") - $p0) / $hz / $elapsed, 2)")
     stored=$(calc "round(($(inserted) - $i0) / $elapsed)")
@@ -291,9 +302,10 @@ PY
                         and $stored >= 0.9 * $ingest_rate)")
     local route_p99
     route_p99="$(awk '$1 == "route" && $2 == "detail" {print $10}' <<<"$out")/$(awk '$1 == "route" && $2 == "hourly" {print $10}' <<<"$out")"
-    stream_rows+=("$(printf '%6s %8s %7s %9s %13s %8s %13s %15s %8s %7s %7s %8s  %s' "$n" "$(( n / 3 ))" "$opened" \
-        "$per_s" "$d50/$d99" "$(calc "round($answered / $seconds)")" "$req_p50/$req_p99" "$route_p99" "$errors" \
-        "$cores_o" "$cores_p" "$stored" "$([ "$passed" = 1 ] && echo pass || echo FAIL)")")
+    stream_rows+=("$(printf '%6s %8s %7s %9s %13s %8s %13s %15s %8s %7s %7s %7s %7s %8s  %s' "$n" "$(( n / 3 ))" \
+        "$opened" "$per_s" "$d50/$d99" "$(calc "round($answered / $seconds)")" "$req_p50/$req_p99" "$route_p99" \
+        "$errors" "$cores_o" "$cores_p" "$took_rate" "$received_rate" "$stored" \
+        "$([ "$passed" = 1 ] && echo pass || echo FAIL)")")
     echo "   ${stream_rows[-1]}" >&2
     [ "$passed" = 1 ] && (( n > stream_capacity )) && stream_capacity=$n
     sleep 5  # the streams just closed are noticed at their next write
@@ -334,10 +346,11 @@ echo
 echo "owners' app under load: $owners owners × $per_owner outlets, ingest at $ingest_rate readings/s, open loop on" \
      "$connections connections, $level_seconds s a level"
 echo "(latencies: ms from when each request was due; outletd ms (ingest stopped only), PG ms: CPU ms per request" \
-     "answered of outletd and of its app's PostgreSQL backends; outletd, loadgen: cores used in all. Ingest alone: outletd" \
+     "answered of outletd and of its app's PostgreSQL backends; outletd, loadgen: cores used in all; took, recv, stored:" \
+     "per second, PUBLISHes the broker took, messages outletd received, readings stored. Ingest alone: outletd" \
      "$(calc "round($base_cpu_rate, 2)") cores ($base_others), stored $base_stored readings/s)"
-printf '%6s %7s %15s%15s%15s %8s %10s %8s %7s %7s %8s  %s\n' "asked" "served" "list p50/p99" "detail p50/p99" \
-    "hourly p50/p99" "all p99" "outletd ms" "PG ms" "outletd" "loadgen" "stored/s" ""
+printf '%6s %7s %15s%15s%15s %8s %10s %8s %7s %7s %7s %7s %8s  %s\n' "asked" "served" "list p50/p99" "detail p50/p99" \
+    "hourly p50/p99" "all p99" "outletd ms" "PG ms" "outletd" "loadgen" "took/s" "recv/s" "stored/s" ""
 printf '%s\n' "${rows[@]}" | sort -n
 echo "ingest stopped:"
 echo "$quiet_row"
@@ -347,9 +360,9 @@ echo "cheapest route (GET /app.css, closed loop, 64 connections): $(calc "round(
 echo
 echo "live streams instead of polling (GET /api/v1/live, read every $live_interval s; the detail's figures and chart once a" \
      "minute each). delay: ms from the read an event carries to its arrival; as polled: the requests/s these owners" \
-     "would poll; requests: what the pages still ask; outletd, PG: cores (the app's backends)"
-printf '%6s %8s %7s %9s %13s %8s %13s %15s %8s %7s %7s %8s  %s\n' "owners" "as polled" "streams" "events/s" \
-    "delay p50/p99" "req/s" "req p50/p99" "p99 det/hourly" "errors" "outletd" "PG" "stored/s" ""
+     "would poll; requests: what the pages still ask; outletd, PG: cores (the app's backends); took, recv, stored as above"
+printf '%6s %8s %7s %9s %13s %8s %13s %15s %8s %7s %7s %7s %7s %8s  %s\n' "owners" "as polled" "streams" "events/s" \
+    "delay p50/p99" "req/s" "req p50/p99" "p99 det/hourly" "errors" "outletd" "PG" "took/s" "recv/s" "stored/s" ""
 printf '%s\n' "${stream_rows[@]}"
 echo "warm-up: $warm_line"
 echo "owners served with streams (delay and requests p99 < 100 ms, none refused, ingest ≥ 90 %): $stream_capacity, against" \
