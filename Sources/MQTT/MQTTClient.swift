@@ -358,10 +358,15 @@ public final class MQTTClient: Sendable {
 
     /// Publishes with QoS 0, 1 or 2 and returns the message id. Does not wait: QoS 1/2 messages wait in
     /// libmosquitto's queue (also while disconnected) and are resent after a reconnect until acknowledged.
+    ///
+    /// The network thread is woken to write it, unless `deferred`: then it is written at the thread's next turn
+    /// (the next packet it reads, at the latest a second later) or at ``flush()``. A caller publishing many in a
+    /// row defers them and flushes once: one wake-up instead of one per message (a simulated fleet at 20,000
+    /// publishes/s).
     @discardableResult
-    public func publish(_ topic: String, payload: [UInt8], qos: Int = 1, retain: Bool = false) throws(MQTTError)
-        -> Int32
-    {
+    public func publish(
+        _ topic: String, payload: [UInt8], qos: Int = 1, retain: Bool = false, deferred: Bool = false
+    ) throws(MQTTError) -> Int32 {
         guard (0...2).contains(qos) else {
             throw MQTTError(code: .invalidArgument, message: "QoS must be 0, 1 or 2, not \(qos)")
         }
@@ -377,12 +382,17 @@ public final class MQTTClient: Sendable {
             mosquitto_publish_v5(
                 handle.pointer, &mid, topic, Int32(bytes.count), bytes.baseAddress, Int32(qos), retain, nil)
         }
-        network.wake()
+        if !deferred { network.wake() }
         // While disconnected libmosquitto still queues a QoS 1/2 message (and sends it after the
         // reconnect) but answers MOSQ_ERR_NO_CONN: that is not a failure, the message is on its way.
         if qos > 0 && returnCode == Int32(MOSQ_ERR_NO_CONN.rawValue) { return mid }
         try MQTTError.check(returnCode, "publishing to \(topic)")
         return mid
+    }
+
+    /// Wakes the network thread to write what deferred publishes queued.
+    public func flush() {
+        network.wake()
     }
 
     /// Publishes and waits until the broker acknowledged: PUBACK for QoS 1, PUBCOMP for QoS 2, the packet

@@ -194,7 +194,11 @@ struct SimulateCommand: ParsableCommand {
                 // Spread the fleet's readings over the interval instead of bursting them.
                 let due = roundStart.addingTimeInterval(interval * Double(index) / Double(fleet.count))
                 let wait = due.timeIntervalSinceNow
-                if wait > 0.002 && stop.sleep(seconds: wait) { break rounds }
+                if wait > 0.002 {
+                    // The readings published since the last pause go out together (deferred below).
+                    client.flush()
+                    if stop.sleep(seconds: wait) { break rounds }
+                }
                 let now = Date()
                 let payload: [UInt8]
                 if invalidPercent > 0 && Double(random.next() % 10_000) < invalidPercent * 100 {
@@ -210,6 +214,7 @@ struct SimulateCommand: ParsableCommand {
                 // per half window, not one per message).
                 let sent = published + replies.published + (foreign?.published ?? 0)
                 if sent >= client.acknowledgedCount + UInt64(window) {
+                    client.flush()
                     let target = sent - UInt64(window / 2)
                     while client.waitUntilAcknowledged(atLeast: target, timeout: .milliseconds(250)) < target {
                         if stop.isSet { break rounds }
@@ -220,11 +225,12 @@ struct SimulateCommand: ParsableCommand {
                         let isOn = switchedOn.withLock { $0[fleet[index].code] ?? true }
                         let reading = fleet[index].nextReading(at: now, switchedOn: isOn)
                         for message in foreign.messages(reading, code: fleet[index].code, isOn: isOn) {
-                            try client.publish(message.topic, payload: message.payload, qos: 1)
+                            try client.publish(message.topic, payload: message.payload, qos: 1, deferred: true)
                             published += 1
                         }
                     } else {
-                        try client.publish("\(prefix)/\(fleet[index].code)/telemetry", payload: payload, qos: 1)
+                        try client.publish(
+                            "\(prefix)/\(fleet[index].code)/telemetry", payload: payload, qos: 1, deferred: true)
                         published += 1
                     }
                 } catch {
@@ -236,6 +242,7 @@ struct SimulateCommand: ParsableCommand {
                 }
             }
             round += 1
+            client.flush()
             if Date().timeIntervalSince(lastReport) >= 5 {
                 lastReport = Date()
                 let elapsed = lastReport.timeIntervalSince(started)
@@ -243,9 +250,11 @@ struct SimulateCommand: ParsableCommand {
                     "published \(published), acknowledged \(client.acknowledgedCount) "
                         + "(\(Int(Double(client.acknowledgedCount) / elapsed))/s acknowledged, "
                         + "\(Int(Double(fleet.count) / interval))/s asked)")
+                fflush(nil)  // a line at a time also when stdout is a file or a pipe
             }
         }
 
+        client.flush()  // what the loop deferred before it stopped
         if obeyCommands {
             for code in codes {
                 let offline =
