@@ -1,5 +1,4 @@
 import Foundation
-import TestSupport
 import Testing
 
 @testable import MQTT
@@ -10,17 +9,8 @@ import Testing
 @Suite("MQTTClient deferred publishes against a real mosquitto")
 struct DeferredPublishTests {
     @Test func deferredPublishesArriveInOrderAfterOneFlush() async throws {
-        try await withBroker { stack in
-            let prefix = TestStack.uniqueName("deferred")
-            let collector = MessageCollector()
-            let subscriber = try await startSubscriber(
-                configuration(stack), filter: "\(prefix)/#", probeTopic: "\(prefix)/probe", collector: collector)
-            defer { subscriber.stop() }
-            let publisher = try MQTTClient(configuration: configuration(stack)) { _ in }
-            defer { publisher.stop() }
-            try publisher.start()
-            try await publisher.waitUntilConnected(timeout: .seconds(10))
-
+        try await withPublisherAndSubscriber("deferred") { clients in
+            let (prefix, publisher, collector) = (clients.prefix, clients.publisher, clients.collector)
             let count = 5_000
             for index in 0..<count {
                 try publisher.publish("\(prefix)/seq", payload: Array(String(index).utf8), qos: 1, deferred: true)
@@ -38,17 +28,8 @@ struct DeferredPublishTests {
     }
 
     @Test func anUnflushedDeferredPublishLeavesAtTheNextTurn() async throws {
-        try await withBroker { stack in
-            let prefix = TestStack.uniqueName("unflushed")
-            let collector = MessageCollector()
-            let subscriber = try await startSubscriber(
-                configuration(stack), filter: "\(prefix)/#", probeTopic: "\(prefix)/probe", collector: collector)
-            defer { subscriber.stop() }
-            let publisher = try MQTTClient(configuration: configuration(stack)) { _ in }
-            defer { publisher.stop() }
-            try publisher.start()
-            try await publisher.waitUntilConnected(timeout: .seconds(10))
-
+        try await withPublisherAndSubscriber("unflushed") { clients in
+            let (prefix, publisher, collector) = (clients.prefix, clients.publisher, clients.collector)
             // An idle connection: the thread's next turn is its poll's timeout (a second), not a packet read.
             try publisher.publish("\(prefix)/once", payload: Array("late".utf8), qos: 1, deferred: true)
             #expect(await collector.waitFor(1, on: "\(prefix)/once", timeout: .seconds(5)))

@@ -12,17 +12,8 @@ import Testing
 @Suite("MQTTClient against a real mosquitto")
 struct MQTTClientTests {
     @Test func roundTripKeepsPayloadBytesExact() async throws {
-        try await withBroker { stack in
-            let prefix = TestStack.uniqueName("rt")
-            let collector = MessageCollector()
-            let subscriber = try await startSubscriber(
-                configuration(stack), filter: "\(prefix)/#", probeTopic: "\(prefix)/probe", collector: collector)
-            defer { subscriber.stop() }
-            let publisher = try MQTTClient(configuration: configuration(stack)) { _ in }
-            defer { publisher.stop() }
-            try publisher.start()
-            try await publisher.waitUntilConnected(timeout: .seconds(10))
-
+        try await withPublisherAndSubscriber("rt") { clients in
+            let (prefix, publisher, collector) = (clients.prefix, clients.publisher, clients.collector)
             let payloads: [[UInt8]] = [
                 [], [0], Array(0...255), Array("héllo".utf8),
                 (0..<262_144).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) },
@@ -38,7 +29,7 @@ struct MQTTClientTests {
             #expect(exact, "payload bytes differ")
             #expect(received.allSatisfy { $0.qos == 1 && !$0.retain })
             #expect(publisher.acknowledgedCount == UInt64(payloads.count))
-            #expect(subscriber.receivedCount >= UInt64(payloads.count))
+            #expect(clients.subscriber.receivedCount >= UInt64(payloads.count))
         }
     }
 

@@ -122,6 +122,34 @@ func startSubscriber(
     return client
 }
 
+/// What ``withPublisherAndSubscriber(_:_:)`` gives its body.
+struct PublisherAndSubscriber {
+    /// A topic prefix of the test's own.
+    let prefix: String
+    let publisher: MQTTClient
+    /// Subscribed to `<prefix>/#`, collecting into `collector`.
+    let subscriber: MQTTClient
+    let collector: MessageCollector
+}
+
+/// Runs `body` on the shared test broker with a subscriber to `<prefix>/#` collecting what arrives and a connected
+/// publisher, `prefix` being a topic prefix of this test's own (made from `name`); both stop after `body`.
+func withPublisherAndSubscriber(_ name: String, _ body: (PublisherAndSubscriber) async throws -> Void) async throws {
+    try await withBroker { stack in
+        let prefix = TestStack.uniqueName(name)
+        let collector = MessageCollector()
+        let subscriber = try await startSubscriber(
+            configuration(stack), filter: "\(prefix)/#", probeTopic: "\(prefix)/probe", collector: collector)
+        defer { subscriber.stop() }
+        let publisher = try MQTTClient(configuration: configuration(stack)) { _ in }
+        defer { publisher.stop() }
+        try publisher.start()
+        try await publisher.waitUntilConnected(timeout: .seconds(10))
+        try await body(
+            PublisherAndSubscriber(prefix: prefix, publisher: publisher, subscriber: subscriber, collector: collector))
+    }
+}
+
 /// Publishes probes to `probeTopic` until one arrives (the subscription is then active).
 func waitUntilSubscribed(_ client: MQTTClient, probeTopic: String, collector: MessageCollector) async throws {
     let before = collector.messages(on: probeTopic).count
