@@ -7,7 +7,8 @@
 # poll the screen they have open as the page does: half the outlet list, half one outlet's detail, every 3 s; one
 # poll in 20 of a detail is that outlet's chart (`/hourly`). The outlets priced on a three-band tariff, and the
 # viewed one has hourly rollups from the start of the month (what month-to-date and standby read). Meanwhile
-# `outletd simulate` publishes INGEST_RATE readings/s from all the outlets, and outletd stores them. Before the
+# the outlets (Benchmarks/OwnerAppLoad/outlets.c: `outletd simulate`'s readings from a bare socket, a quarter of
+# its CPU) publish INGEST_RATE readings/s, QoS 1, and outletd stores them. Before the
 # levels, every detail owner's page loads its detail once (closed loop; the time is printed): pages open a while.
 # A level of R requests/s is R × 3 owners polling every 3 s (above OWNERS / 3, the owners poll more often), sent
 # open loop at that fixed rate by Benchmarks/OwnerAppLoad/loadgen.c over CONNECTIONS keep-alive connections; a
@@ -32,7 +33,7 @@
 # Knobs: OWNERS (6000), INGEST_RATE (20000), START_RATE (250), MAX_RATE (8000), LEVELS (a list of rates instead
 # of the search), LEVEL_SECONDS (15), BASE_SECONDS (10), CONNECTIONS (256), CONFIG (release), BENCH_DAEMON (another
 # outletd binary to serve the app and ingest, e.g. an older build), STREAM_LEVELS ("750 1500 3000 OWNERS"),
-# STREAM_OPEN_RATE (1000); LOADGEN_SLOW_MS (each request slower than this is printed with its wall-clock time, to
+# STREAM_OPEN_RATE (1000), PUBLISHER (c, or outletd: `outletd simulate` publishes instead); LOADGEN_SLOW_MS (each request slower than this is printed with its wall-clock time, to
 # line up with outletd's and PostgreSQL's logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +56,10 @@ loadgen=.build/owner-app-loadgen
 cc -O2 -Wall -o "$loadgen" Benchmarks/OwnerAppLoad/loadgen.c
 streams=.build/owner-app-streams
 cc -O2 -Wall -o "$streams" Benchmarks/OwnerAppLoad/streams.c
+publisher=${PUBLISHER:-c}
+[ "$publisher" = c ] || [ "$publisher" = outletd ] || { echo "owner-app-load: PUBLISHER is c or outletd" >&2; exit 2; }
+outlets_publisher=.build/owner-app-outlets
+cc -O2 -Wall -o "$outlets_publisher" Benchmarks/OwnerAppLoad/outlets.c -lm
 
 export STACK_PG_DURABLE=1
 # shellcheck source=Benchmarks/stack.sh
@@ -145,11 +150,30 @@ PY
 start_outletd
 wait_subscribed
 for _ in $(seq 1 100); do curl -sf -o /dev/null "127.0.0.1:$app_port/app.css" && break; sleep 0.1; done
-"$bin/outletd" simulate --outlets "$outlets" --interval "$(calc "$outlets / $ingest_rate")" --count 0 \
-    >"$dir/simulate.log" 2>&1 &
+if [ "$publisher" = outletd ]; then
+    "$bin/outletd" simulate --outlets "$outlets" --interval "$(calc "$outlets / $ingest_rate")" --count 0 \
+        >"$dir/simulate.log" 2>&1 &
+else
+    "$outlets_publisher" 127.0.0.1 "$OUTLETD_MQTT_PORT" "$outlets" "$ingest_rate" sim- "$width" 2000 \
+        >"$dir/simulate.log" 2>&1 &
+fi
 simulator_pid=$!
 pids+=("$simulator_pid")
-sleep 5
+# Until ingest is steady: the outlets' first readings open their rollups, slower than the readings after, and
+# outletd catches up on them. Steady is two 2-s windows in a row storing at most 5 % above INGEST_RATE (at most
+# 60 s), so that ingest alone below is what the levels run beside, not a catch-up.
+t_settle=$(now) steady=0 i_prev=$(inserted)
+while (( steady < 2 )) && [ "$(calc "int($(now) - $t_settle < 60)")" = 1 ]; do
+    sleep 2
+    i_now=$(inserted)
+    if [ "$(calc "int($i_now - $i_prev <= 2 * 1.05 * $ingest_rate)")" = 1 ]; then steady=$(( steady + 1 )); else steady=0; fi
+    i_prev=$i_now
+done
+if (( steady == 2 )); then
+    echo "   ingest steady after $(calc "round($(now) - $t_settle)") s" >&2
+else
+    echo "   ingest not steady after 60 s: still catching up (the machine is short of CPU for it)" >&2
+fi
 
 # app_backends: the PIDs of the app's PostgreSQL connections.
 app_backends() { sql "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'outletd-app-%'"; }
@@ -166,6 +190,7 @@ base_cpu_rate=$(calc "($(cpu_ticks "$outletd_pid") - $o0) / $hz / $base_seconds_
 cores_of() { calc "round(($1 - $2) / $hz / $base_seconds_measured, 2)"; }
 base_others="simulator $(cores_of "$(cpu_ticks "$simulator_pid")" "$s0"), mosquitto $(cores_of "$(cpu_ticks "$mosquitto_pid")" "$m0"), PostgreSQL $(cores_of "$(pg_cpu_ticks)" "$g0")"
 base_stored=$(calc "round(($(inserted) - $i0) / $base_seconds_measured)")
+base_others="$base_others; the four $(calc "round(($(cpu_ticks "$outletd_pid") - $o0 + $(cpu_ticks "$simulator_pid") - $s0 + $(cpu_ticks "$mosquitto_pid") - $m0 + $(pg_cpu_ticks) - $g0) / $hz / $base_seconds_measured, 2)") of $(nproc)"
 echo "   stored $base_stored readings/s; outletd $(calc "round($base_cpu_rate, 2)") cores; $base_others" >&2
 
 # Pages that have been open a while (polled or streamed): each detail owner's page loaded its detail once (the
