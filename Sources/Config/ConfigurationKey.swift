@@ -215,7 +215,13 @@ extension ConfigurationKey {
             "write a batch when it holds this many rows"),
         .int(
             "ingest.batch_max_delay_ms", \.ingest.batchMaxDelayMilliseconds, 1...60_000,
-            "…or when its oldest row waited this long, milliseconds"),
+            "…or when its oldest row waited this long, milliseconds, if it holds batch_min_rows"),
+        .int(
+            "ingest.batch_min_rows", \.ingest.batchMinRows, 1...1_000_000,
+            "a batch with fewer rows waits up to small_batch_max_delay_ms instead (1: never)"),
+        .int(
+            "ingest.small_batch_max_delay_ms", \.ingest.smallBatchMaxDelayMilliseconds, 1...60_000,
+            "how long a batch under batch_min_rows rows waits for more, milliseconds"),
         .double(
             "ingest.shutdown_flush_timeout_seconds", \.ingest.shutdownFlushTimeoutSeconds, 0...86_400,
             "on SIGTERM, how long to keep trying to write what was received"),

@@ -140,6 +140,11 @@ public struct OutletdConfiguration: Sendable, Equatable {
         /// …or when its oldest row has waited this long, milliseconds: at a steady rate, most of
         /// the latency from receipt to commit (docs/PERFORMANCE.md, "Design decisions the figures led to").
         public var batchMaxDelayMilliseconds = 10
+        /// …if it holds at least this many rows; a smaller batch waits for more…
+        public var batchMinRows = 100
+        /// …up to this long, milliseconds: a transaction costs milliseconds of CPU whatever its size, so a
+        /// slow fleet's readings are written ten a transaction, not one (``FlushPolicy``).
+        public var smallBatchMaxDelayMilliseconds = 100
         /// On SIGTERM, how long to keep trying to write what was received before giving up.
         public var shutdownFlushTimeoutSeconds = 60.0
     }

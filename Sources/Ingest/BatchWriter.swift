@@ -11,7 +11,8 @@ import Storage
 import Telemetry
 
 /// The writer thread: reads records from the ``Spool``, classifies them, and writes them in
-/// batches (at `batchMaxRows` rows or after `batchMaxDelay`), one transaction each, which also
+/// batches (when ``FlushPolicy`` says: at `batchMaxRows` rows, or after `batchMaxDelay`, longer for a
+/// small batch), one transaction each, which also
 /// stores the spool position just after the batch (`ingest_checkpoints`). After the commit the
 /// spool may delete what is now stored.
 ///
@@ -28,6 +29,8 @@ public final class BatchWriter: Service, Sendable {
     public struct Settings: Sendable {
         public var batchMaxRows: Int
         public var batchMaxDelay: Double
+        public var batchMinRows: Int
+        public var smallBatchMaxDelay: Double
         public var reconnectDelayMax: Double
         public var shutdownFlushTimeout: Double
         public var rejectionLogInterval: Double
@@ -41,13 +44,17 @@ public final class BatchWriter: Service, Sendable {
 
         /// When batches end (``FlushPolicy``).
         public var flushPolicy: FlushPolicy {
-            FlushPolicy(maxRows: batchMaxRows, maxDelay: batchMaxDelay, holdWindow: ShellyGen1Polls<Int>.window)
+            FlushPolicy(
+                maxRows: batchMaxRows, maxDelay: batchMaxDelay, minRows: batchMinRows,
+                smallBatchDelay: smallBatchMaxDelay, holdWindow: ShellyGen1Polls<Int>.window)
         }
 
         public init(_ configuration: OutletdConfiguration) {
             instanceID = configuration.instanceID
             batchMaxRows = configuration.ingest.batchMaxRows
             batchMaxDelay = Double(configuration.ingest.batchMaxDelayMilliseconds) / 1_000
+            batchMinRows = configuration.ingest.batchMinRows
+            smallBatchMaxDelay = Double(configuration.ingest.smallBatchMaxDelayMilliseconds) / 1_000
             reconnectDelayMax = configuration.database.reconnectDelayMaxSeconds
             shutdownFlushTimeout = configuration.ingest.shutdownFlushTimeoutSeconds
             rejectionLogInterval = configuration.rejections.logIntervalSeconds

@@ -4,24 +4,40 @@ import Foundation
 /// loop after every read. The loop only does what it says (reads the spool, writes a batch), so the policy
 /// is tested with tables, without a spool or a database.
 ///
-/// A batch is written when it holds `maxRows` rows, when its oldest message has waited `maxDelay`
-/// and no more is waiting, or when the spool is drained at shutdown; never while a reading spread over
-/// several messages (a Shelly Gen1 poll) waits for its other half, except that such polls are given up
-/// after `holdWindow` of wall-clock time.
+/// A batch is written when it holds `maxRows` rows; when its oldest message has waited `maxDelay`, it
+/// holds at least `minRows` rows and no more is waiting; when its oldest has waited `smallBatchDelay`
+/// (a slow fleet's batch, fewer rows) and no more is waiting; or when the spool is drained at shutdown;
+/// never while a reading spread over several messages (a Shelly Gen1 poll) waits for its other half,
+/// except that such polls are given up after `holdWindow` of wall-clock time.
+///
+/// Why small batches wait longer: a transaction costs PostgreSQL and outletd a few milliseconds of CPU
+/// whatever it holds, so a fleet sending 100 readings/s, written every `maxDelay` (10 ms), spent half a
+/// core on a couple of rows a batch (docs/PERFORMANCE.md, "Design decisions the figures led to"). A
+/// batch of `minRows` comes every `maxDelay` only at 10,000 readings/s and more, where the latency
+/// from receipt to commit stays what `maxDelay` makes it.
 public struct FlushPolicy: Sendable, Equatable {
     /// `ingest.batch_max_rows`.
     public var maxRows: Int
     /// `ingest.batch_max_delay_ms`, in seconds.
     public var maxDelay: Double
+    /// `ingest.batch_min_rows`: a batch with fewer rows waits up to `smallBatchDelay` instead.
+    public var minRows: Int
+    /// `ingest.small_batch_max_delay_ms`, in seconds (at least `maxDelay` in effect).
+    public var smallBatchDelay: Double
     /// Records taken from the spool per read: a batch of many thousand rows never holds its raw messages
     /// at once.
     public var recordsPerRead: Int
     /// How long open polls may hold a batch back, seconds (`ShellyGen1Polls.window`).
     public var holdWindow: Double
 
-    public init(maxRows: Int, maxDelay: Double, recordsPerRead: Int = 1_000, holdWindow: Double = 1) {
+    public init(
+        maxRows: Int, maxDelay: Double, minRows: Int = 1, smallBatchDelay: Double = 0, recordsPerRead: Int = 1_000,
+        holdWindow: Double = 1
+    ) {
         self.maxRows = maxRows
         self.maxDelay = maxDelay
+        self.minRows = minRows
+        self.smallBatchDelay = smallBatchDelay
         self.recordsPerRead = recordsPerRead
         self.holdWindow = holdWindow
     }
@@ -56,7 +72,9 @@ public struct FlushPolicy: Sendable, Equatable {
 
     /// The next read: how many records at most, and until when to wait for the first of them.
     public func nextRead(_ state: State, now: Date) -> (records: Int, waitUntil: Date) {
-        var deadline = state.oldestReceivedAt.map { $0.addingTimeInterval(maxDelay) } ?? now.addingTimeInterval(0.5)
+        var deadline =
+            state.oldestReceivedAt.map { $0.addingTimeInterval(delay(forRows: state.rows)) }
+            ?? now.addingTimeInterval(0.5)
         if let holdingSince = state.holdingSince {
             // Held open by a poll: one record at a time, to end at the first moment no poll is open.
             deadline = max(deadline, holdingSince.addingTimeInterval(holdWindow))
@@ -78,6 +96,11 @@ public struct FlushPolicy: Sendable, Equatable {
         // A full read means more is waiting: take it into this batch (up to maxRows) before the delay flushes
         // it, or a backlog would be written a slice per batch.
         guard !state.lastReadWasFull, let oldest = state.oldestReceivedAt else { return false }
-        return now.timeIntervalSince(oldest) >= maxDelay
+        return now.timeIntervalSince(oldest) >= delay(forRows: state.rows)
+    }
+
+    /// How long a batch of `rows` rows waits for more, counted from its oldest message.
+    func delay(forRows rows: Int) -> Double {
+        rows >= minRows ? maxDelay : max(maxDelay, smallBatchDelay)
     }
 }

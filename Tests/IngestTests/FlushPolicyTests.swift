@@ -84,4 +84,67 @@ import Testing
     func givesUpHeldPollsAfterAWindow(name: String, state: FlushPolicy.State, giveUp: Bool) {
         #expect(Self.policy.shouldGiveUpHeldPolls(state, now: Self.now) == giveUp, "\(name)")
     }
+
+    /// The defaults' shape: a batch of fewer than 100 rows waits up to 100 ms, a larger one 10 ms.
+    static let slowFleet = FlushPolicy(
+        maxRows: 1_000, maxDelay: 0.01, minRows: 100, smallBatchDelay: 0.1, recordsPerRead: 100, holdWindow: 1)
+
+    /// (case, policy, state, flush?)
+    static let smallBatchCases: [(String, FlushPolicy, FlushPolicy.State, Bool)] = [
+        (
+            "under batch_min_rows when batch_max_delay passed: waits for more", slowFleet,
+            .init(rows: 5, hasMessages: true, oldestReceivedAt: now.addingTimeInterval(-0.02)), false
+        ),
+        (
+            "under batch_min_rows when its own delay passed", slowFleet,
+            .init(rows: 5, hasMessages: true, oldestReceivedAt: now.addingTimeInterval(-0.1)), true
+        ),
+        (
+            "batch_min_rows reached: batch_max_delay", slowFleet,
+            .init(rows: 100, hasMessages: true, oldestReceivedAt: now.addingTimeInterval(-0.011)), true
+        ),
+        (
+            "batch_min_rows reached, batch_max_delay not passed", slowFleet,
+            .init(rows: 400, hasMessages: true, oldestReceivedAt: now.addingTimeInterval(-0.005)), false
+        ),
+        (
+            "only rejections wait as a small batch", slowFleet,
+            .init(rows: 0, hasMessages: true, oldestReceivedAt: now.addingTimeInterval(-0.05)), false
+        ),
+        (
+            "small, but more is waiting: take it in first", slowFleet,
+            .init(rows: 5, hasMessages: true, oldestReceivedAt: now.addingTimeInterval(-1), lastReadWasFull: true),
+            false
+        ),
+        (
+            "small, drained at shutdown", slowFleet,
+            .init(rows: 1, hasMessages: true, oldestReceivedAt: now, drained: true), true
+        ),
+        (
+            "a small batch's delay under batch_max_delay: batch_max_delay holds",
+            FlushPolicy(maxRows: 1_000, maxDelay: 0.01, minRows: 100, smallBatchDelay: 0.001),
+            .init(rows: 5, hasMessages: true, oldestReceivedAt: now.addingTimeInterval(-0.005)), false
+        ),
+    ]
+
+    @Test(arguments: smallBatchCases)
+    func smallBatchesWaitLonger(name: String, policy: FlushPolicy, state: FlushPolicy.State, flush: Bool) {
+        #expect(policy.shouldFlush(state, now: Self.now) == flush, "\(name)")
+    }
+
+    /// (case, state, wait until seconds after now)
+    static let smallBatchReadCases: [(String, FlushPolicy.State, Double)] = [
+        ("a small batch: until its own delay", .init(rows: 3, hasMessages: true, oldestReceivedAt: now), 0.1),
+        (
+            "batch_min_rows reached: until batch_max_delay", .init(rows: 150, hasMessages: true, oldestReceivedAt: now),
+            0.01
+        ),
+        ("idle: half a second", .init(), 0.5),
+    ]
+
+    @Test(arguments: smallBatchReadCases)
+    func aSmallBatchReadsUntilItsOwnDelay(name: String, state: FlushPolicy.State, waitSeconds: Double) {
+        let next = Self.slowFleet.nextRead(state, now: Self.now)
+        #expect(abs(next.waitUntil.timeIntervalSince(Self.now) - waitSeconds) < 1e-6, "\(name)")
+    }
 }
