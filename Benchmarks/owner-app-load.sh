@@ -69,7 +69,7 @@ require_durable
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 app_port=$(free_port) metrics_port=$(free_port)
 export OUTLETD_APP_LISTEN=127.0.0.1:$app_port OUTLETD_HTTP_LISTEN=127.0.0.1:$metrics_port OUTLETD_INSTANCE_ID=bench
-# Where ingest falls behind, when it does: the PUBLISHes the broker took (the simulator's) and the messages outletd
+# Where ingest falls behind, when it does: the PUBLISHes the broker took (the outlets') and the messages outletd
 # received, beside the readings stored. `took` prints mosquitto's uptime and PUBLISH count as of its last $SYS
 # update (each second): `took_rate BEFORE AFTER` divides the count's growth by the uptime's, so both ends fall on
 # the broker's ticks.
@@ -157,8 +157,8 @@ else
     "$outlets_publisher" 127.0.0.1 "$OUTLETD_MQTT_PORT" "$outlets" "$ingest_rate" sim- "$width" 2000 \
         >"$dir/simulate.log" 2>&1 &
 fi
-simulator_pid=$!
-pids+=("$simulator_pid")
+publisher_pid=$!
+pids+=("$publisher_pid")
 # Until ingest is steady: the outlets' first readings open their rollups, slower than the readings after, and
 # outletd catches up on them. Steady is two 2-s windows in a row storing at most 5 % above INGEST_RATE (at most
 # 60 s), so that ingest alone below is what the levels run beside, not a catch-up.
@@ -182,15 +182,15 @@ hz=$(getconf CLK_TCK)
 
 echo "== ingest alone at $ingest_rate readings/s for $base_seconds s (outletd's CPU without the app)" >&2
 mosquitto_pid=$(cat "$dir/mosquitto/pid")
-o0=$(cpu_ticks "$outletd_pid") s0=$(cpu_ticks "$simulator_pid") m0=$(cpu_ticks "$mosquitto_pid") g0=$(pg_cpu_ticks)
+o0=$(cpu_ticks "$outletd_pid") s0=$(cpu_ticks "$publisher_pid") m0=$(cpu_ticks "$mosquitto_pid") g0=$(pg_cpu_ticks)
 i0=$(inserted) t0=$(now)
 sleep "$base_seconds"
 base_seconds_measured=$(calc "$(now) - $t0")
 base_cpu_rate=$(calc "($(cpu_ticks "$outletd_pid") - $o0) / $hz / $base_seconds_measured")
 cores_of() { calc "round(($1 - $2) / $hz / $base_seconds_measured, 2)"; }
-base_others="simulator $(cores_of "$(cpu_ticks "$simulator_pid")" "$s0"), mosquitto $(cores_of "$(cpu_ticks "$mosquitto_pid")" "$m0"), PostgreSQL $(cores_of "$(pg_cpu_ticks)" "$g0")"
+base_others="publisher $(cores_of "$(cpu_ticks "$publisher_pid")" "$s0"), mosquitto $(cores_of "$(cpu_ticks "$mosquitto_pid")" "$m0"), PostgreSQL $(cores_of "$(pg_cpu_ticks)" "$g0")"
 base_stored=$(calc "round(($(inserted) - $i0) / $base_seconds_measured)")
-base_others="$base_others; the four $(calc "round(($(cpu_ticks "$outletd_pid") - $o0 + $(cpu_ticks "$simulator_pid") - $s0 + $(cpu_ticks "$mosquitto_pid") - $m0 + $(pg_cpu_ticks) - $g0) / $hz / $base_seconds_measured, 2)") of $(nproc)"
+base_others="$base_others; the four $(calc "round(($(cpu_ticks "$outletd_pid") - $o0 + $(cpu_ticks "$publisher_pid") - $s0 + $(cpu_ticks "$mosquitto_pid") - $m0 + $(pg_cpu_ticks) - $g0) / $hz / $base_seconds_measured, 2)") of $(nproc)"
 echo "   stored $base_stored readings/s; outletd $(calc "round($base_cpu_rate, 2)") cores; $base_others" >&2
 
 # Pages that have been open a while (polled or streamed): each detail owner's page loaded its detail once (the
@@ -356,8 +356,8 @@ for n in "${stream_levels[@]}"; do
     stream_level "$n"
 done
 
-kill -TERM "$simulator_pid"
-wait "$simulator_pid" || true
+kill -TERM "$publisher_pid"
+wait "$publisher_pid" || { echo "owner-app-load: the outlets' publisher failed (see $dir/simulate.log)" >&2; exit 1; }
 ingest_on=0
 sleep 3
 o0=$(cpu_ticks "$outletd_pid") t0=$(now)
