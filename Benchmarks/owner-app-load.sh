@@ -190,7 +190,6 @@ base_cpu_rate=$(calc "($(cpu_ticks "$outletd_pid") - $o0) / $hz / $base_seconds_
 cores_of() { calc "round(($1 - $2) / $hz / $base_seconds_measured, 2)"; }
 base_others="publisher $(cores_of "$(cpu_ticks "$publisher_pid")" "$s0"), mosquitto $(cores_of "$(cpu_ticks "$mosquitto_pid")" "$m0"), PostgreSQL $(cores_of "$(pg_cpu_ticks)" "$g0")"
 base_stored=$(calc "round(($(inserted) - $i0) / $base_seconds_measured)")
-base_others="$base_others; the four $(calc "round(($(cpu_ticks "$outletd_pid") - $o0 + $(cpu_ticks "$publisher_pid") - $s0 + $(cpu_ticks "$mosquitto_pid") - $m0 + $(pg_cpu_ticks) - $g0) / $hz / $base_seconds_measured, 2)") of $(nproc)"
 echo "   stored $base_stored readings/s; outletd $(calc "round($base_cpu_rate, 2)") cores; $base_others" >&2
 
 # Pages that have been open a while (polled or streamed): each detail owner's page loaded its detail once (the
