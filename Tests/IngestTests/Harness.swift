@@ -131,6 +131,28 @@ enum Harness {
         Int(try scalar(databaseURL, sql)) ?? -1
     }
 
+    /// Each outlet's running totals are those of its stored samples, whichever way its batches went (straight
+    /// into `samples`, or the careful way after a replayed reading): count, peak, the earliest time of the peak,
+    /// first and last time exactly; the power sum to within 1e-9 of it (the order of the additions may differ).
+    static func expectTotalsAreThoseOfTheSamples(_ url: String, _ comment: Comment? = nil) throws {
+        let mismatches = try Harness.count(
+            url,
+            """
+            SELECT count(*) FROM (SELECT device_id, count(*) AS n, sum(power_watts) AS power_sum, max(power_watts) AS peak,
+                                         (array_agg(measured_at ORDER BY power_watts DESC, measured_at))[1] AS peak_at,
+                                         min(measured_at) AS first_at, max(measured_at) AS last_at
+                                  FROM samples GROUP BY device_id) s
+            FULL JOIN device_power_totals t USING (device_id)
+            WHERE s.n IS DISTINCT FROM t.sample_count OR s.peak IS DISTINCT FROM t.peak_power_watts
+               OR s.peak_at IS DISTINCT FROM t.peak_at OR s.first_at IS DISTINCT FROM t.first_measured_at
+               OR s.last_at IS DISTINCT FROM t.last_measured_at
+               OR NOT coalesce(abs(s.power_sum - t.power_sum_watts) <= 1e-9 * abs(s.power_sum) + 1e-9, false)
+            """)
+        #expect(
+            mismatches == 0,
+            "outlets whose totals are not those of their samples: \(mismatches) \(comment?.rawValue ?? "")")
+    }
+
     /// How many outlets' running totals (count, power sum, peak) equal their recomputation from `samples`.
     static func outletsWithTotalsAsRecomputed(_ databaseURL: String) throws -> Int {
         try count(

@@ -154,7 +154,7 @@ import Testing
         try expectRollupsMatchFromScratch(url, timeZone: "Europe/Berlin", maxGapSeconds: 120)
         #expect(try Harness.count(url, "SELECT count(DISTINCT day) FROM power_rollups_daily") == 2)
         try expectTailsAreNewestSamples(url)
-        try expectTotalsAreThoseOfTheSamples(url)
+        try Harness.expectTotalsAreThoseOfTheSamples(url)
 
         // Damage the rollups, then rebuild them: the rebuild gives what the incremental path gave.
         let before = try Harness.scalar(url, Self.rollupFingerprintSQL)
@@ -186,27 +186,7 @@ import Testing
         #expect(try write(late, connection) == 2)
         try expectRollupsMatchFromScratch(url, timeZone: "UTC", maxGapSeconds: 120)
         try expectTailsAreNewestSamples(url)
-        try expectTotalsAreThoseOfTheSamples(url)
-    }
-
-    /// Each outlet's running totals are those of its stored samples, whichever way its batches went (straight
-    /// into `samples`, or the careful way after a replayed reading): count, peak, the earliest time of the peak,
-    /// first and last time exactly; the power sum to within 1e-9 of it (the order of the additions may differ).
-    func expectTotalsAreThoseOfTheSamples(_ url: String) throws {
-        let mismatches = try Harness.count(
-            url,
-            """
-            SELECT count(*) FROM (SELECT device_id, count(*) AS n, sum(power_watts) AS power_sum, max(power_watts) AS peak,
-                                         (array_agg(measured_at ORDER BY power_watts DESC, measured_at))[1] AS peak_at,
-                                         min(measured_at) AS first_at, max(measured_at) AS last_at
-                                  FROM samples GROUP BY device_id) s
-            FULL JOIN device_power_totals t USING (device_id)
-            WHERE s.n IS DISTINCT FROM t.sample_count OR s.peak IS DISTINCT FROM t.peak_power_watts
-               OR s.peak_at IS DISTINCT FROM t.peak_at OR s.first_at IS DISTINCT FROM t.first_measured_at
-               OR s.last_at IS DISTINCT FROM t.last_measured_at
-               OR NOT coalesce(abs(s.power_sum - t.power_sum_watts) <= 1e-9 * abs(s.power_sum) + 1e-9, false)
-            """)
-        #expect(mismatches == 0, "outlets whose totals are not those of their samples: \(mismatches)")
+        try Harness.expectTotalsAreThoseOfTheSamples(url)
     }
 
     /// Each outlet's rollup tail is its newest raw sample (time, power and counter).

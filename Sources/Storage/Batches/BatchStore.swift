@@ -50,7 +50,7 @@ public struct BatchStore: Sendable {
             (Statement.ensurePartitions, WriteSQL.ensurePartitions),
             (Statement.moveSamples, WriteSQL.moveSamples),
             (Statement.addTotals, WriteSQL.addTotals),
-            (Statement.addTotalsByKey, WriteSQL.addTotalsByKey),
+            (Statement.addTotalsByKey, Self.addTotalsByKey),
             (Statement.lockInserted, WriteSQL.lockInserted),
             (Statement.shortWay, WriteSQL.shortWay),
             (Statement.shortWayAcrossHours, WriteSQL.shortWayAcrossHours),
@@ -91,7 +91,11 @@ public struct BatchStore: Sendable {
         }
     }
 
-    /// Whether a batch of `batchOutlets` outlets adds to the running totals by key (add_totals_by_key.sql) rather
+    /// add_totals.sql with its line marked `by key:` in: the outlets' ids as an array beside the join's condition,
+    /// which PostgreSQL answers with an index probe per outlet instead of hashing every outlet's totals.
+    static let addTotalsByKey = WriteSQL.addTotals.replacingOccurrences(of: "-- by key: ", with: "")
+
+    /// Whether a batch of `batchOutlets` outlets adds to the running totals by key (``addTotalsByKey``) rather
     /// than by a join that hashes every outlet's totals (add_totals.sql): when it holds at most a third of the
     /// `outletsWithTotals` (the statistics' count, negative when not counted yet). Measured on 18,000 outlets,
     /// by key is faster up to about 40 % of them (docs/PERFORMANCE.md, "Design decisions the figures led to").
