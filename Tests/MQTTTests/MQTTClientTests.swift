@@ -34,19 +34,11 @@ struct MQTTClientTests {
     }
 
     @Test func tenThousandQoS1MessagesArriveInOrder() async throws {
-        try await withBroker { stack in
-            let prefix = TestStack.uniqueName("bulk")
-            let collector = MessageCollector()
-            let subscriber = try await startSubscriber(
-                configuration(stack), filter: "\(prefix)/#", probeTopic: "\(prefix)/probe", collector: collector)
-            defer { subscriber.stop() }
-            let publisher = try MQTTClient(configuration: configuration(stack)) { _ in }
-            defer { publisher.stop() }
-            let callbackAcks = Shared(0)
-            publisher.onAcknowledged = { _ in callbackAcks.withLock { $0 += 1 } }
-            try publisher.start()
-            try await publisher.waitUntilConnected(timeout: .seconds(10))
-
+        let callbackAcks = Shared(0)
+        try await withPublisherAndSubscriber(
+            "bulk", beforeStart: { $0.onAcknowledged = { _ in callbackAcks.withLock { $0 += 1 } } }
+        ) { clients in
+            let (prefix, publisher, collector) = (clients.prefix, clients.publisher, clients.collector)
             let count = 10_000
             let started = ContinuousClock.now
             for index in 0..<count {

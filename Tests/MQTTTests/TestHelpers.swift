@@ -134,7 +134,11 @@ struct PublisherAndSubscriber {
 
 /// Runs `body` on the shared test broker with a subscriber to `<prefix>/#` collecting what arrives and a connected
 /// publisher, `prefix` being a topic prefix of this test's own (made from `name`); both stop after `body`.
-func withPublisherAndSubscriber(_ name: String, _ body: (PublisherAndSubscriber) async throws -> Void) async throws {
+/// `beforeStart` sets up the publisher before it connects (its callbacks).
+func withPublisherAndSubscriber(
+    _ name: String, beforeStart: (MQTTClient) -> Void = { _ in },
+    _ body: (PublisherAndSubscriber) async throws -> Void
+) async throws {
     try await withBroker { stack in
         let prefix = TestStack.uniqueName(name)
         let collector = MessageCollector()
@@ -143,6 +147,7 @@ func withPublisherAndSubscriber(_ name: String, _ body: (PublisherAndSubscriber)
         defer { subscriber.stop() }
         let publisher = try MQTTClient(configuration: configuration(stack)) { _ in }
         defer { publisher.stop() }
+        beforeStart(publisher)
         try publisher.start()
         try await publisher.waitUntilConnected(timeout: .seconds(10))
         try await body(
