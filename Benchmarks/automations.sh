@@ -83,7 +83,7 @@ bench_backlog_setup
 start_outletd
 wait_subscribed
 stop_outletd
-metrics_port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+metrics_port=$(free_port)
 # followed: how many rules followed readings published since the last drain's publishing began.
 followed() { sql "SELECT count(*) FROM automations WHERE watch_seen_until >= to_timestamp($drain_published)"; }
 # The machine may be shared (a build, tests): other_cpu BEFORE… says how many CPU-seconds processes other than the

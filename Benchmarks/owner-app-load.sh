@@ -66,7 +66,6 @@ export STACK_PG_DURABLE=1
 . Benchmarks/stack.sh
 bench_outletd_stack owner-app "$outlets"
 require_durable
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 app_port=$(free_port) metrics_port=$(free_port)
 export OUTLETD_APP_LISTEN=127.0.0.1:$app_port OUTLETD_HTTP_LISTEN=127.0.0.1:$metrics_port OUTLETD_INSTANCE_ID=bench
 # Where ingest falls behind, when it does: the PUBLISHes the broker took (the outlets') and the messages outletd

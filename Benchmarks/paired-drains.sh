@@ -28,7 +28,7 @@ bench_backlog_setup
 start_outletd
 wait_subscribed
 stop_outletd
-metrics_port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+metrics_port=$(free_port)
 
 for _ in $(seq 1 "$rounds"); do
     backlog_drain "$a"

@@ -28,7 +28,7 @@ echo "== outletd-bench registry: $registered outlets"
 "$bin/outletd-bench" registry "$db" --outlets "$registered"
 
 echo "== outletd run with $registered registered"
-http_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+http_port=$(free_port)
 export OUTLETD_HTTP_LISTEN=127.0.0.1:$http_port
 t0=$(now)
 start_outletd

@@ -54,7 +54,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-free_port() { python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
 p1=$(free_port)
 p2=$(free_port)
 metrics_port=$(free_port)

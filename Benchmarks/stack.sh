@@ -42,6 +42,8 @@ bench_outletd_stack() {
     register_simulated_outlets "$2" bench
 }
 
+# free_port: a TCP port free on loopback now (the kernel's pick), for a listener of the run's own.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # sql TEXT: runs TEXT on $db, prints the rows unaligned.
 sql() { psql "$db" -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
 now() { date +%s.%N; }

@@ -34,7 +34,7 @@ fi
 . Benchmarks/stack.sh
 bench_outletd_stack steady "$outlets"
 require_durable
-metrics_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+metrics_port=$(free_port)
 export OUTLETD_HTTP_LISTEN=127.0.0.1:$metrics_port OUTLETD_INSTANCE_ID=bench
 # metric NAME: the value of one of outletd's metrics (0 before it exists).
 metric() { curl -sf "127.0.0.1:$metrics_port/metrics" | awk -v n="$1" '$1 == n {v = $2} END {print v + 0}'; }
