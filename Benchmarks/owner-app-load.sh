@@ -8,8 +8,10 @@
 # poll in 20 of a detail is that outlet's chart (`/hourly`). The outlets priced on a three-band tariff, and the
 # viewed one has hourly rollups from the start of the month (what month-to-date and standby read). Meanwhile
 # the outlets (Benchmarks/OwnerAppLoad/outlets.c: `outletd simulate`'s readings from a bare socket, a quarter of
-# its CPU) publish INGEST_RATE readings/s, QoS 1, and outletd stores them. Before the
-# levels, every detail owner's page loads its detail once (closed loop; the time is printed): pages open a while.
+# its CPU) publish INGEST_RATE readings/s, QoS 1, and outletd stores them. Before ingest starts, every detail
+# owner's page loads its detail once (closed loop; the time is printed): pages open a while. Each level begins
+# once ingest is steady (at most SETTLE_MAX s): a level that overloads the machine leaves a backlog, and the next
+# would otherwise be measured while outletd catches up on it.
 # A level of R requests/s is R × 3 owners polling every 3 s (above OWNERS / 3, the owners poll more often), sent
 # open loop at that fixed rate by Benchmarks/OwnerAppLoad/loadgen.c over CONNECTIONS keep-alive connections; a
 # request's latency runs from when it was due. Levels double from START_RATE until one fails (p99 of the mix ≥
@@ -31,10 +33,11 @@
 # backlog left by the level before); between them, the messages outletd received: which stage fell behind.
 #
 # Knobs: OWNERS (6000), INGEST_RATE (20000), START_RATE (250), MAX_RATE (8000), LEVELS (a list of rates instead
-# of the search), LEVEL_SECONDS (15), BASE_SECONDS (10), CONNECTIONS (256), CONFIG (release), BENCH_DAEMON (another
-# outletd binary to serve the app and ingest, e.g. an older build), STREAM_LEVELS ("750 1500 3000 OWNERS"),
-# STREAM_OPEN_RATE (1000), PUBLISHER (c, or outletd: `outletd simulate` publishes instead); LOADGEN_SLOW_MS (each request slower than this is printed with its wall-clock time, to
-# line up with outletd's and PostgreSQL's logs).
+# of the search), LEVEL_SECONDS (15), BASE_SECONDS (10), SETTLE_MAX (60), CONNECTIONS (256), CONFIG (release),
+# BENCH_DAEMON (another outletd binary to serve the app and ingest, e.g. an older build), STREAM_LEVELS ("750 1500
+# 3000 OWNERS"), STREAM_OPEN_RATE (1000), PUBLISHER (c, or outletd: `outletd simulate` publishes instead);
+# LOADGEN_SLOW_MS (each request slower than this is printed with its wall-clock time, to line up with outletd's and
+# PostgreSQL's logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 owners=${OWNERS:-6000}
@@ -43,6 +46,7 @@ start_rate=${START_RATE:-250}
 max_rate=${MAX_RATE:-8000}
 level_seconds=${LEVEL_SECONDS:-15}
 base_seconds=${BASE_SECONDS:-10}
+settle_max=${SETTLE_MAX:-60}
 connections=${CONNECTIONS:-256}
 config=${CONFIG:-release}
 per_owner=3
@@ -149,6 +153,29 @@ PY
 start_outletd
 wait_subscribed
 for _ in $(seq 1 100); do curl -sf -o /dev/null "127.0.0.1:$app_port/app.css" && break; sleep 0.1; done
+# Pages that have been open a while (polled or streamed): each detail owner's page loaded its detail once (the
+# month before today and the standby priced and kept, as they are an hour), closed loop on 4 connections, all
+# answered before the levels (the time it takes is what pricing every page afresh costs, as after a restart), and
+# before ingest starts: with ingest on, the readings that waited meanwhile would still be caught up on during the
+# first levels.
+detail_owners=$(python3 - "$owners" "$per_owner" "$width" "$dir/warm-targets" <<'PY'
+import sys
+owners, per_owner, width, path = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+with open(path, "w") as targets:
+    for i in range(2, owners + 1, 2):
+        code = "sim-" + str(per_owner * (i - 1) + 1).zfill(width)
+        targets.write(f"detail\t/api/v1/outlets/{code}\tbench-session-{i}\n")
+print(owners // 2)
+PY
+)
+echo "== warm-up: each of the $detail_owners detail owners' pages loads its detail once" >&2
+t0=$(now)
+warm=$("$loadgen" 127.0.0.1 "$app_port" 0 0 4 "$dir/warm-targets")
+read -r _ _ _ warm_count _ warm_errors _ warm_p50 _ warm_p99 _ _ < <(grep '^total' <<<"$warm")
+[ "$warm_count" = "$detail_owners" ] && [ "$warm_errors" = 0 ] \
+    || { echo "owner-app-load: the warm-up failed" >&2; echo "$warm" >&2; exit 1; }
+warm_line="$detail_owners details priced afresh in $(calc "round($(now) - $t0, 1)") s (p50 $warm_p50 ms, p99 $warm_p99 ms, closed loop on 4 connections)"
+echo "   $warm_line" >&2
 if [ "$publisher" = outletd ]; then
     "$bin/outletd" simulate --outlets "$outlets" --interval "$(calc "$outlets / $ingest_rate")" --count 0 \
         >"$dir/simulate.log" 2>&1 &
@@ -158,20 +185,49 @@ else
 fi
 publisher_pid=$!
 pids+=("$publisher_pid")
-# Until ingest is steady: the outlets' first readings open their rollups, slower than the readings after, and
-# outletd catches up on them. Steady is two 2-s windows in a row storing at most 5 % above INGEST_RATE (at most
-# 60 s), so that ingest alone below is what the levels run beside, not a catch-up.
-t_settle=$(now) steady=0 i_prev=$(inserted)
-while (( steady < 2 )) && [ "$(calc "int($(now) - $t_settle < 60)")" = 1 ]; do
-    sleep 2
-    i_now=$(inserted)
-    if [ "$(calc "int($i_now - $i_prev <= 2 * 1.05 * $ingest_rate)")" = 1 ]; then steady=$(( steady + 1 )); else steady=0; fi
-    i_prev=$i_now
-done
-if (( steady == 2 )); then
-    echo "   ingest steady after $(calc "round($(now) - $t_settle)") s" >&2
+# settle: waits until ingest is steady, at most SETTLE_MAX s: in two 2-s windows in a row, outletd received at
+# most 5 % more messages than INGEST_RATE (it is not draining a queue the broker held for it), and the oldest
+# reading in its spool not yet stored had waited under 1 s (`outletd_spool_oldest_record_age_seconds`: its writer
+# is not behind). At the start, the outlets' first readings open their rollups, slower than the readings after;
+# after a level that overloaded the machine, both queues grew. (Readings stored per window cannot tell: a writer
+# falling behind stores less than the rate too.) Sets `settled` (the seconds it took; -1: not steady within
+# SETTLE_MAX s).
+spool_age() {
+    curl -sf "127.0.0.1:$metrics_port/metrics" \
+        | awk '$1 == "outletd_spool_oldest_record_age_seconds" {v = $2} END {print (v == "" || v == "NaN") ? 0 : v}'
+}
+settle() {
+    local t_settle steady=0 r_prev r_now
+    t_settle=$(now) r_prev=$(received)
+    while (( steady < 2 )) && [ "$(calc "int($(now) - $t_settle < $settle_max)")" = 1 ]; do
+        sleep 2
+        r_now=$(received)
+        if [ "$(calc "int($r_now - $r_prev <= 2 * 1.05 * $ingest_rate and $(spool_age) < 1)")" = 1 ]; then
+            steady=$(( steady + 1 ))
+        else
+            steady=0
+        fi
+        r_prev=$r_now
+    done
+    if (( steady == 2 )); then settled=$(calc "round($(now) - $t_settle)"); else settled=-1; fi
+}
+# before_level NAME: settles before a level; a level that began while ingest was still catching up is named in
+# `unsteady` (printed under the tables).
+unsteady=()
+before_level() {
+    settle
+    if (( settled < 0 )); then
+        unsteady+=("$1")
+        echo "   ingest not steady after $settle_max s: the level begins while outletd catches up" >&2
+    elif (( settled > 4 )); then
+        echo "   ingest steady after $settled s" >&2
+    fi
+}
+settle
+if (( settled >= 0 )); then
+    echo "   ingest steady after $settled s" >&2
 else
-    echo "   ingest not steady after 60 s: still catching up (the machine is short of CPU for it)" >&2
+    echo "   ingest not steady after $settle_max s: still catching up (the machine is short of CPU for it)" >&2
 fi
 
 # app_backends: the PIDs of the app's PostgreSQL connections.
@@ -191,36 +247,13 @@ base_others="publisher $(cores_of "$(cpu_ticks "$publisher_pid")" "$s0"), mosqui
 base_stored=$(calc "round(($(inserted) - $i0) / $base_seconds_measured)")
 echo "   stored $base_stored readings/s; outletd $(calc "round($base_cpu_rate, 2)") cores; $base_others" >&2
 
-# Pages that have been open a while (polled or streamed): each detail owner's page loaded its detail once (the
-# month before today and the standby priced and kept, as they are an hour), closed loop on 4 connections, all
-# answered before the levels (the time it takes is what pricing every page afresh costs, as after a restart);
-# then ingest catches up on what waited meanwhile.
-detail_owners=$(python3 - "$owners" "$per_owner" "$width" "$dir/warm-targets" <<'PY'
-import sys
-owners, per_owner, width, path = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-with open(path, "w") as targets:
-    for i in range(2, owners + 1, 2):
-        code = "sim-" + str(per_owner * (i - 1) + 1).zfill(width)
-        targets.write(f"detail\t/api/v1/outlets/{code}\tbench-session-{i}\n")
-print(owners // 2)
-PY
-)
-echo "== warm-up: each of the $detail_owners detail owners' pages loads its detail once" >&2
-t0=$(now)
-warm=$("$loadgen" 127.0.0.1 "$app_port" 0 0 4 "$dir/warm-targets")
-read -r _ _ _ warm_count _ warm_errors _ warm_p50 _ warm_p99 _ _ < <(grep '^total' <<<"$warm")
-[ "$warm_count" = "$detail_owners" ] && [ "$warm_errors" = 0 ] \
-    || { echo "owner-app-load: the warm-up failed" >&2; echo "$warm" >&2; exit 1; }
-warm_line="$detail_owners details priced afresh in $(calc "round($(now) - $t0, 1)") s (p50 $warm_p50 ms, p99 $warm_p99 ms, closed loop on 4 connections)"
-echo "   $warm_line" >&2
-sleep 30
-
 # level RATE: one level of the mix. Appends its row to `rows` and sets `passed` (0/1). While ingest is on
 # (ingest_on=1), a level passes only if the broker took and outletd stored at least 90 % of INGEST_RATE during it.
 rows=() idle_cpu_rate= ingest_on=1
 level() {
     local rate=$1 o0 p0 t0 i0 b0 r0 elapsed out backends served p99 errors answered cpu_o cpu_p cores_o stored
     targets "$rate"
+    (( ingest_on == 0 )) || before_level "$rate requests/s"
     mapfile -t backends < <(app_backends)
     b0=$(took) r0=$(received)
     o0=$(cpu_ticks "$outletd_pid") p0=$(ticks_of "${backends[@]}") i0=$(inserted) t0=$(now)
@@ -299,6 +332,7 @@ stream_rows=() stream_capacity=0
 stream_level() {
     local n=$1 rate o0 p0 i0 t0 b0 r0 elapsed out streamed backends open_seconds
     rate=$(calc "max(1, round($n / 60))")
+    before_level "$n streams"
     python3 - "$n" "$per_owner" "$width" "$dir" <<'PY'
 import sys
 n, per_owner, width, directory = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -400,6 +434,8 @@ printf '%6s %8s %7s %9s %13s %8s %13s %15s %8s %7s %7s %7s %7s %8s  %s\n' "owner
     "delay p50/p99" "req/s" "req p50/p99" "p99 det/hourly" "errors" "outletd" "PG" "took/s" "recv/s" "stored/s" ""
 printf '%s\n' "${stream_rows[@]}"
 echo "warm-up: $warm_line"
+(( ${#unsteady[@]} == 0 )) \
+    || echo "began while ingest was still catching up ($settle_max s waited): $(IFS=,; echo "${unsteady[*]}" | sed 's/,/, /g')"
 echo "owners served with streams (delay and requests p99 < 100 ms, none refused, took and stored ≥ 90 %):" \
      "$stream_capacity, against" \
      "$(( capacity * 3 )) polling ($capacity requests/s)"
