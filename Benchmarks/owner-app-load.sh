@@ -197,17 +197,20 @@ spool_age() {
         | awk '$1 == "outletd_spool_oldest_record_age_seconds" {v = $2} END {print (v == "" || v == "NaN") ? 0 : v}'
 }
 settle() {
-    local t_settle steady=0 r_prev r_now
-    t_settle=$(now) r_prev=$(received)
+    local t_settle steady=0 r_prev r_now t_prev t_now age rate
+    t_settle=$(now) t_prev=$t_settle r_prev=$(received)
     while (( steady < 2 )) && [ "$(calc "int($(now) - $t_settle < $settle_max)")" = 1 ]; do
         sleep 2
-        r_now=$(received)
-        if [ "$(calc "int($r_now - $r_prev <= 2 * 1.05 * $ingest_rate and $(spool_age) < 1)")" = 1 ]; then
+        # The window is measured, not assumed: the checks themselves take a while on a loaded machine.
+        r_now=$(received) t_now=$(now) age=$(spool_age)
+        rate=$(calc "round(($r_now - $r_prev) / ($t_now - $t_prev))")
+        last_window="received $rate/s, spool's oldest $(calc "round($age, 2)") s"
+        if [ "$(calc "int($rate <= 1.05 * $ingest_rate and $age < 1)")" = 1 ]; then
             steady=$(( steady + 1 ))
         else
             steady=0
         fi
-        r_prev=$r_now
+        r_prev=$r_now t_prev=$t_now
     done
     if (( steady == 2 )); then settled=$(calc "round($(now) - $t_settle)"); else settled=-1; fi
 }
@@ -218,7 +221,7 @@ before_level() {
     settle
     if (( settled < 0 )); then
         unsteady+=("$1")
-        echo "   ingest not steady after $settle_max s: the level begins while outletd catches up" >&2
+        echo "   ingest not steady after $settle_max s ($last_window): the level begins while outletd catches up" >&2
     elif (( settled > 4 )); then
         echo "   ingest steady after $settled s" >&2
     fi
@@ -227,7 +230,7 @@ settle
 if (( settled >= 0 )); then
     echo "   ingest steady after $settled s" >&2
 else
-    echo "   ingest not steady after $settle_max s: still catching up (the machine is short of CPU for it)" >&2
+    echo "   ingest not steady after $settle_max s ($last_window): still catching up" >&2
 fi
 
 # app_backends: the PIDs of the app's PostgreSQL connections.
