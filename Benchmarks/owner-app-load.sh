@@ -191,14 +191,14 @@ pids+=("$publisher_pid")
 # is not behind). At the start, the outlets' first readings open their rollups, slower than the readings after;
 # after a level that overloaded the machine, both queues grew. (Readings stored per window cannot tell: a writer
 # falling behind stores less than the rate too.) Sets `settled` (the seconds it took; -1: not steady within
-# SETTLE_MAX s).
+# SETTLE_MAX s) and `last_window` (the last window's rate and spool age, for the message).
 spool_age() {
     curl -sf "127.0.0.1:$metrics_port/metrics" \
         | awk '$1 == "outletd_spool_oldest_record_age_seconds" {v = $2} END {print (v == "" || v == "NaN") ? 0 : v}'
 }
 settle() {
     local t_settle steady=0 r_prev r_now t_prev t_now age rate
-    t_settle=$(now) t_prev=$t_settle r_prev=$(received)
+    t_settle=$(now) t_prev=$t_settle r_prev=$(received) last_window="no window measured"
     while (( steady < 2 )) && [ "$(calc "int($(now) - $t_settle < $settle_max)")" = 1 ]; do
         sleep 2
         # The window is measured, not assumed: the checks themselves take a while on a loaded machine.
