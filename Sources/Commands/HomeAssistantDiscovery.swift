@@ -26,22 +26,75 @@ public struct HomeAssistantDiscovery: Sendable {
     public var discoveryPrefix: String
     /// outletd's native topic prefix (`outlets`).
     public var topicPrefix: String
-    /// outletd's version, in each config's `origin`.
+    /// outletd's version, in each config's `origin` and as the device's `sw_version`.
     public var version: String
     /// Tasmota's prefixes (`protocols.tasmota_prefixes`).
     public var tasmotaPrefixes: TasmotaProtocol.Prefixes
     /// Shelly Gen1's topic prefix (`protocols.shelly_gen1_prefix`).
     public var shellyGen1Prefix: String
+    /// How often each protocol's outlets report: what the sensors' `expire_after` is made of.
+    public var reportIntervals: ReportIntervals
 
     public init(
         discoveryPrefix: String, topicPrefix: String, version: String,
-        tasmotaPrefixes: TasmotaProtocol.Prefixes = TasmotaProtocol.Prefixes(), shellyGen1Prefix: String = "shellies"
+        tasmotaPrefixes: TasmotaProtocol.Prefixes = TasmotaProtocol.Prefixes(), shellyGen1Prefix: String = "shellies",
+        reportIntervals: ReportIntervals = ReportIntervals()
     ) {
         self.discoveryPrefix = discoveryPrefix
         self.topicPrefix = topicPrefix
         self.version = version
         self.tasmotaPrefixes = tasmotaPrefixes
         self.shellyGen1Prefix = shellyGen1Prefix
+        self.reportIntervals = reportIntervals
+    }
+
+    /// How often an outlet of each protocol publishes its readings while all is well, seconds. A sensor expires
+    /// (`expire_after`: Home Assistant shows it unavailable) after ``expiryIntervals`` intervals without a
+    /// message on its topic, so that an outlet that dies without its last will does not keep showing its last
+    /// power; one or two lost reports do not expire it.
+    public struct ReportIntervals: Sendable, Equatable {
+        /// A native outlet's telemetry (`homeassistant.native_interval_seconds`, 60).
+        public var native: Int
+        /// Tasmota's `tele/<t>/SENSOR`: its TelePeriod (`homeassistant.tasmota_teleperiod_seconds`, 300, the
+        /// firmware's default).
+        public var tasmota: Int
+        /// Shelly Gen1's `relay/<n>/power` and `energy`: the firmware's MQTT update period (30 s by default).
+        public var shellyGen1: Int
+        /// Shelly Gen2's `status/switch:<n>`: on every change, and each minute as `aenergy` moves on.
+        public var shellyGen2: Int
+
+        public init(native: Int = 60, tasmota: Int = 300, shellyGen1: Int = 30, shellyGen2: Int = 60) {
+            self.native = native
+            self.tasmota = tasmota
+            self.shellyGen1 = shellyGen1
+            self.shellyGen2 = shellyGen2
+        }
+
+        /// Report intervals a sensor waits before it expires.
+        public static let expiryIntervals = 3
+
+        /// The `expire_after` of a sensor of `outletProtocol`, seconds: ``expiryIntervals`` × its interval.
+        public func expireAfterSeconds(_ outletProtocol: OutletProtocol) -> Int {
+            let interval =
+                switch outletProtocol {
+                case .native, .zigbee2mqtt, .esphome: native
+                case .tasmota: tasmota
+                case .shellyGen1: shellyGen1
+                case .shellyGen2: shellyGen2
+                }
+            return Self.expiryIntervals * interval
+        }
+    }
+
+    /// Who a switch from Home Assistant names as its requester: the command's `requested_by`.
+    public static let requester = "home-assistant"
+
+    /// What Home Assistant's switch publishes on the command topic to turn the outlet on (`on`) or off:
+    /// outletd's JSON set request naming ``requester`` (`{"requested_by":"home-assistant","state":"on"}`), so the
+    /// command's row says who asked. Plain payloads rather than a `command_template`, which Home Assistant's MQTT
+    /// switch has not always had.
+    public static func commandPayload(_ state: String) -> String {
+        #"{"requested_by":"\#(requester)","state":"\#(state)"}"#
     }
 
     /// What the configs of one outlet depend on (announce again when it changes).
@@ -145,11 +198,14 @@ public struct HomeAssistantDiscovery: Sendable {
                     // Power may be left out; outletd then stores voltage × current, and so does this.
                     "power": (
                         telemetry,
-                        "{{ value_json.power if value_json.power is defined else (value_json.voltage * value_json.current) }}"
+                        Self.nativeReading
+                            + "{% set p = r.get('power') | float(none) %}{% set v = r.get('voltage') | float(none) %}"
+                            + "{% set c = r.get('current') | float(none) %}{{ p if p is not none else "
+                            + "('' if v is none or c is none else v * c) }}"
                     ),
-                    "voltage": (telemetry, "{{ value_json.voltage }}"),
-                    "current": (telemetry, "{{ value_json.current }}"),
-                    "energy": (telemetry, "{{ value_json.energy_wh }}"),
+                    "voltage": (telemetry, Self.nativeTemplate("voltage")),
+                    "current": (telemetry, Self.nativeTemplate("current")),
+                    "energy": (telemetry, Self.nativeTemplate("energy_wh")),
                 ], model: "smart outlet (outletd native protocol)")
         case .tasmota:
             func topic(_ prefix: String, _ suffix: String) -> String {
@@ -204,6 +260,21 @@ public struct HomeAssistantDiscovery: Sendable {
         }
     }
 
+    /// The start of every native sensor's template: `r`, the reading Home Assistant shows. A telemetry payload is
+    /// one reading (an object) or the readings an outlet buffered while offline (an array, oldest first): then
+    /// the last element, the newest. Anything else (not JSON, an empty array, an element that is not an object)
+    /// is an empty reading, whose sensors render nothing (Home Assistant keeps their state) without a warning.
+    static let nativeReading =
+        "{% set j = value_json if value_json is defined else none %}"
+        + "{% set r = j[-1] if j is sequence and j is not string and j is not mapping and j | length > 0 else j %}"
+        + "{% set r = r if r is mapping else {} %}"
+
+    /// A native sensor's template: member `key` of the newest reading as a number (numbers sent as strings
+    /// too, as outletd accepts them), or nothing when it is missing, `null` or not a number.
+    static func nativeTemplate(_ key: String) -> String {
+        nativeReading + "{% set x = r.get('\(key)') | float(none) %}{{ '' if x is none else x }}"
+    }
+
     /// The template reading `ENERGY.<key>` of a Tasmota `SENSOR` for relay `channel` (1-based) the way outletd's
     /// decoder does (``TasmotaProtocol/decodeSensor(_:channel:channelCount:meterChannel:receivedAt:limits:)``):
     /// an array is indexed by relay; a scalar is this relay's when it is the only registered relay of the device,
@@ -242,6 +313,7 @@ public struct HomeAssistantDiscovery: Sendable {
         let device: [String: Any] = [
             "identifiers": ["outletd_\(code.rawValue)"], "name": outlet.name.isEmpty ? code.rawValue : outlet.name,
             "manufacturer": "outletd", "model": sources.model, "serial_number": code.rawValue,
+            "sw_version": version,
         ]
         let common: [String: Any] = [
             "device": device, "origin": ["name": "outletd", "sw_version": version],
@@ -253,8 +325,9 @@ public struct HomeAssistantDiscovery: Sendable {
         switchConfig["name"] = NSNull()  // the device's name alone
         switchConfig["unique_id"] = "outletd_\(code.rawValue)_switch"
         switchConfig["command_topic"] = NativeProtocol.topic(prefix: topicPrefix, code: code, kind: .set)
-        switchConfig["payload_on"] = "on"
-        switchConfig["payload_off"] = "off"
+        switchConfig["payload_on"] = Self.commandPayload("on")
+        switchConfig["payload_off"] = Self.commandPayload("off")
+        switchConfig["device_class"] = "outlet"
         switchConfig["state_topic"] = sources.stateTopic
         switchConfig["state_on"] = sources.stateOn
         switchConfig["state_off"] = sources.stateOff
@@ -276,6 +349,7 @@ public struct HomeAssistantDiscovery: Sendable {
             config["unit_of_measurement"] = sensor.unit
             config["state_class"] = sensor.stateClass
             config["suggested_display_precision"] = sensor.precision
+            config["expire_after"] = reportIntervals.expireAfterSeconds(outlet.outletProtocol)
             messages.append((sensorTopic(code, sensor), config))
         }
         return try messages.map { topic, config in

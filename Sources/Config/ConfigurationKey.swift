@@ -302,6 +302,12 @@ extension ConfigurationKey {
             "homeassistant.discovery", \.homeAssistant.discovery,
             "publish Home Assistant MQTT discovery configs for every enabled native outlet"),
         .string("homeassistant.prefix", \.homeAssistant.prefix, "Home Assistant's MQTT discovery prefix"),
+        .int(
+            "homeassistant.native_interval_seconds", \.homeAssistant.nativeIntervalSeconds, 1...86_400,
+            "how often native outlets report, seconds: their Home Assistant sensors expire after three intervals"),
+        .int(
+            "homeassistant.tasmota_teleperiod_seconds", \.homeAssistant.tasmotaTelePeriodSeconds, 10...3_600,
+            "Tasmota's TelePeriod, seconds: its Home Assistant sensors expire after three without a SENSOR"),
         .bool(
             "rollups.maintain", \.rollups.maintain,
             "maintain the rollups with every batch (false: raw samples only, rebuild later)"),

@@ -34,6 +34,10 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var discovery = false
         /// Home Assistant's discovery prefix.
         public var prefix = "homeassistant"
+        /// How often native outlets report, seconds: their sensors expire after three intervals without one.
+        public var nativeIntervalSeconds = 60
+        /// Tasmota's TelePeriod, seconds: Tasmota sensors expire after three without a `SENSOR`.
+        public var tasmotaTelePeriodSeconds = 300
     }
 
     /// Tasmota, Shelly, Zigbee2MQTT and ESPHome topic layouts (docs/PROTOCOLS.md). Lists are comma-separated.

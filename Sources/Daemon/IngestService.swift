@@ -201,7 +201,10 @@ public final class IngestService: Service, Sendable {
             let discovery = HomeAssistantDiscovery(
                 discoveryPrefix: configuration.homeAssistant.prefix, topicPrefix: configuration.mqtt.topicPrefix,
                 version: build.version, tasmotaPrefixes: router.tasmotaPrefixes,
-                shellyGen1Prefix: router.shellyGen1Prefix)
+                shellyGen1Prefix: router.shellyGen1Prefix,
+                reportIntervals: .init(
+                    native: configuration.homeAssistant.nativeIntervalSeconds,
+                    tasmota: configuration.homeAssistant.tasmotaTelePeriodSeconds))
             // A reader of the configs the broker keeps, with the daemon's credentials and TLS and a client id
             // of its own.
             var reader = try MQTTConfiguration(
