@@ -90,6 +90,10 @@ let package = Package(
             ],
             // sql/ is embedded at build time (Plugins/EmbedSQLPlugin): nothing generated is committed.
             plugins: [.plugin(name: "EmbedSQLPlugin")]),
+        // Settled days of readings rewritten column by column, read back through `samples` (docs/COMPACTION.md).
+        .target(
+            name: "Compaction",
+            dependencies: ["Config", "Postgres", "Runtime", .product(name: "Logging", package: "swift-log")]),
         // Which protocol and outlet a Tasmota or Shelly topic belongs to.
         .target(name: "Routing", dependencies: ["Config", "MQTT", "Telemetry"]),
         // The writer: spool → classify → batches → PostgreSQL.
@@ -131,8 +135,8 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Automations", "Commands", "Config", "Ingest", "MessageSpool", "MQTT", "Observability", "OwnerApp",
-                "Postgres", "Routing", "Runtime", "Storage", "Telemetry",
+                "Automations", "Commands", "Compaction", "Config", "Ingest", "MessageSpool", "MQTT", "Observability",
+                "OwnerApp", "Postgres", "Routing", "Runtime", "Storage", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
@@ -142,8 +146,8 @@ let package = Package(
         .executableTarget(
             name: "outletd",
             dependencies: [
-                "CMalloc", "Commands", "Config", "Daemon", "Observability", "MQTT", "OwnerApp", "Postgres", "Runtime",
-                "Storage", "Telemetry",
+                "CMalloc", "Commands", "Compaction", "Config", "Daemon", "Observability", "MQTT", "OwnerApp", "Postgres",
+                "Runtime", "Storage", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -175,7 +179,7 @@ let package = Package(
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "Commands", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability", "OwnerApp",
+                "Commands", "Compaction", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability", "OwnerApp",
                 "Postgres", "Routing", "Runtime", "Storage", "Telemetry", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Yams", package: "Yams"),
             ]),

@@ -1,5 +1,6 @@
 import Automations
 import Commands
+import Compaction
 import Config
 import Foundation
 import Ingest
@@ -190,6 +191,9 @@ public final class IngestService: Service, Sendable {
             worker(CommandListener(inbox: inbox, ownBackendPID: { relay.backendPID })),
         ]
         if let membership { services.append(worker(membership)) }
+        if configuration.retention.compactAfterHours > 0 {
+            services.append(worker(CompactionTask(retention: configuration.retention)))
+        }
         if configuration.automations.run {
             services.append(
                 worker(

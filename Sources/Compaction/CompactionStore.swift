@@ -1,0 +1,309 @@
+import Foundation
+import Postgres
+import Runtime
+
+/// The SQL of compaction (sql/0026_compact_days.sql holds the schema): which days are due, one day compacted chunk
+/// by chunk of outlets, one day expanded, and what each day holds. Blocking (libpq): a ``DatabaseWorker``'s thread
+/// or the CLI runs it.
+///
+/// A day is compacted in chunks of outlets, each in one transaction that locks the day's partition against
+/// writes (SHARE: a late reading of that day waits for the chunk; readers do not), reads the chunk's readings in
+/// both forms, writes one `samples_compact` row per outlet and deletes the rows it packed. A crash or `kill -9`
+/// at any point leaves every outlet either wholly in one form or wholly in the other: `samples` reads both. The
+/// partition's guard trigger, installed before the first chunk, refuses a reading already packed, so a
+/// retransmission arriving after its chunk is still a duplicate. Instances take a session advisory lock per day
+/// (``AdvisoryLock/compaction``), so no two compact the same day at once.
+public struct CompactionStore {
+    let connection: PostgresConnection
+
+    public init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    /// What compacting one day did.
+    public struct Outcome: Equatable, Sendable {
+        public var day: String
+        /// Another instance holds the day's lock: nothing was done.
+        public var skipped = false
+        public var outlets = 0
+        public var readings = 0
+        /// Outlet-days left in row form because they cannot be packed (a device time centuries away).
+        public var leftInRows = 0
+        public var seconds = 0.0
+    }
+
+    /// Days due: their partition's day ended at least `afterHours` before `now`, and it has readings in row form
+    /// (never compacted, or late readings since). Oldest first.
+    public func daysDue(afterHours: Int, now: Date = Date()) throws -> [String] {
+        let partitions = try connection.execute(
+            """
+            SELECT to_char(day, 'YYYY-MM-DD'), format('%I.%I', schema_name, partition_name) FROM sample_partitions
+            WHERE starts_at + interval '1 day' + make_interval(hours => $2) <= $1::timestamptz ORDER BY day
+            """, [now, Int32(clamping: afterHours)])
+        var due: [String] = []
+        for row in 0..<partitions.rowCount {
+            guard let day = partitions[row, 0], let table = partitions[row, 1] else { continue }
+            let rows = try connection.execute("SELECT EXISTS (SELECT 1 FROM \(table))")
+            if try rows.bool(row: 0, column: 0) == true { due.append(day) }
+        }
+        return due
+    }
+
+    /// Compacts `day` (`YYYY-MM-DD`), `chunkOutlets` outlet ids a transaction; `pause` is called between chunks
+    /// with how long the chunk took (the task sleeps there, so that compaction takes a share of the machine).
+    public func compact(
+        day: String, chunkOutlets: Int = 64, pause: (Double) -> Void = { _ in }, progress: (Outcome) -> Void = { _ in }
+    ) throws -> Outcome {
+        let started = Date()
+        var outcome = Outcome(day: day)
+        let table = try partition(day)
+        let dayNumber = try dayNumber(day)
+        guard try connection.execute("SELECT pg_try_advisory_lock($1, $2)", [AdvisoryLock.compaction, dayNumber])
+            .bool(row: 0, column: 0) == true
+        else {
+            outcome.skipped = true
+            return outcome
+        }
+        defer { _ = try? connection.execute("SELECT pg_advisory_unlock($1, $2)", [AdvisoryLock.compaction, dayNumber]) }
+        try installGuard(table)
+        let bounds = try connection.execute(
+            """
+            SELECT least((SELECT min(device_id) FROM \(table)), (SELECT min(device_id) FROM samples_compact
+                                                                  WHERE day = $1::date)),
+                   greatest((SELECT max(device_id) FROM \(table)), (SELECT max(device_id) FROM samples_compact
+                                                                     WHERE day = $1::date))
+            """, [day])
+        if let low = try bounds.int64(row: 0, column: 0), let high = try bounds.int64(row: 0, column: 1) {
+            let step = Int64(max(1, chunkOutlets))
+            var from = low
+            while from <= high {
+                let chunkStarted = Date()
+                let chunk = try compactChunk(day: day, table: table, from: from, to: from + step)
+                outcome.outlets += chunk.outlets
+                outcome.readings += chunk.readings
+                outcome.leftInRows += chunk.leftInRows
+                progress(outcome)
+                from += step
+                if chunk.readings > 0 { pause(Date().timeIntervalSince(chunkStarted)) }
+            }
+        }
+        outcome.seconds = Date().timeIntervalSince(started)
+        try connection.execute(
+            """
+            INSERT INTO compacted_days (day, compacted_at, readings, outlets, seconds)
+            SELECT $1::date, now(), coalesce(sum(readings), 0), count(*), $2 FROM samples_compact WHERE day = $1::date
+            ON CONFLICT (day) DO UPDATE
+            SET compacted_at = excluded.compacted_at, readings = excluded.readings, outlets = excluded.outlets,
+                seconds = excluded.seconds
+            """, [day, outcome.seconds])
+        // The rows packed are dead tuples: VACUUM gives their pages back (the file shrinks to what late readings
+        // left), and a rebuilt index is as small as the rows left (VACUUM keeps an index's pages for reuse).
+        try connection.execute("VACUUM \(table)")
+        try connection.execute("REINDEX TABLE \(table)")
+        return outcome
+    }
+
+    /// One chunk of outlets, [from, to), in one transaction.
+    private func compactChunk(day: String, table: String, from: Int64, to: Int64) throws -> Outcome {
+        try connection.transaction {
+            var outcome = Outcome(day: day)
+            try connection.execute("LOCK TABLE \(table) IN SHARE MODE")
+            let pending = try connection.execute(
+                "SELECT EXISTS (SELECT 1 FROM \(table) WHERE device_id >= $1 AND device_id < $2)", [from, to])
+            guard try pending.bool(row: 0, column: 0) == true else { return outcome }
+            let rows = try connection.execute(Self.readChunk, [day, from, to])
+            var blocks: [(device: Int64, day: CompactDay)] = []
+            var readings: [CompactReading] = []
+            var device: Int64?
+            func flush() {
+                guard let current = device else { return }
+                if let packed = CompactDay(readings) {
+                    blocks.append((current, packed))
+                    outcome.readings += readings.count
+                } else {
+                    outcome.leftInRows += 1
+                }
+                readings.removeAll(keepingCapacity: true)
+            }
+            for row in 0..<rows.rowCount {
+                let id = try rows.int64(row: row, column: 0) ?? 0
+                if id != device {
+                    flush()
+                    device = id
+                }
+                readings.append(try Self.reading(rows, row))
+            }
+            flush()
+            outcome.outlets = blocks.count
+            guard !blocks.isEmpty else { return outcome }
+            let devices = blocks.map { Int32(clamping: $0.device) }
+            try connection.execute(
+                "DELETE FROM samples_compact WHERE day = $1::date AND device_id = ANY ($2::integer[])", [day, devices])
+            var text = ""
+            for block in blocks { text += Self.copyLine(device: block.device, day: day, block.day) }
+            _ = try connection.copyIn(Self.copyBlocks, data: Array(text.utf8))
+            try connection.execute("DELETE FROM \(table) WHERE device_id = ANY ($1::integer[])", [devices])
+            return outcome
+        }
+    }
+
+    /// Takes `day` back to row form (all its outlets); returns how many readings.
+    public func expand(day: String) throws -> Int {
+        let table = try partition(day)
+        let dayNumber = try dayNumber(day)
+        try connection.execute("SELECT pg_advisory_lock($1, $2)", [AdvisoryLock.compaction, dayNumber])
+        defer { _ = try? connection.execute("SELECT pg_advisory_unlock($1, $2)", [AdvisoryLock.compaction, dayNumber]) }
+        return try connection.transaction {
+            try connection.execute("LOCK TABLE \(table) IN SHARE ROW EXCLUSIVE MODE")
+            try connection.execute("DROP TRIGGER IF EXISTS samples_compacted_guard ON \(table)")
+            let expanded = try connection.execute("SELECT outletd_expand_outlet_day(NULL, $1::date)", [day])
+            try connection.execute("DELETE FROM compacted_days WHERE day = $1::date", [day])
+            return try expanded.int(row: 0, column: 0) ?? 0
+        }
+    }
+
+    /// One day as `outletd storage status` lists it.
+    public struct DayStatus: Equatable, Sendable {
+        public var day: String
+        /// Readings in row form (the planner's estimate after VACUUM/ANALYZE: exact enough to plan with).
+        public var rowReadings: Int64
+        public var rowBytes: Int64
+        public var compactReadings: Int64
+        public var compactBytes: Int64
+        public var compactedAt: Date?
+
+        public var form: String {
+            switch (compactReadings > 0, rowReadings > 0) {
+            case (true, true): "compact+rows"
+            case (true, false): "compact"
+            case (false, _): "rows"
+            }
+        }
+    }
+
+    /// Every day with a partition, oldest first. Compact bytes are the day's share of `samples_compact` with its
+    /// TOAST table and index, by its rows' stored (compressed) column sizes.
+    public func status() throws -> [DayStatus] {
+        let result = try connection.execute(
+            """
+            WITH compact AS (
+                SELECT day, sum(readings) AS readings,
+                       sum(pg_column_size(measured_at) + pg_column_size(received_at) + pg_column_size(device_time)
+                           + pg_column_size(voltage) + pg_column_size(current) + pg_column_size(power)
+                           + pg_column_size(power_factor) + pg_column_size(energy) + pg_column_size(seq)) AS columns
+                FROM samples_compact GROUP BY day
+            ), total AS (
+                SELECT sum(columns) AS columns, pg_total_relation_size('samples_compact') AS bytes FROM compact
+            )
+            SELECT to_char(p.day, 'YYYY-MM-DD'),
+                   greatest(c.reltuples, 0)::bigint,
+                   pg_total_relation_size(c.oid),
+                   coalesce(k.readings, 0),
+                   coalesce(round(k.columns * t.bytes / nullif(t.columns, 0)), 0)::bigint,
+                   d.compacted_at
+            FROM sample_partitions p
+            JOIN pg_class c ON c.relname = p.partition_name
+            JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = p.schema_name
+            LEFT JOIN compact k ON k.day = p.day
+            LEFT JOIN compacted_days d ON d.day = p.day
+            CROSS JOIN total t
+            ORDER BY p.day
+            """)
+        return try (0..<result.rowCount).map { row in
+            DayStatus(
+                day: result[row, 0] ?? "", rowReadings: try result.int64(row: row, column: 1) ?? 0,
+                rowBytes: try result.int64(row: row, column: 2) ?? 0,
+                compactReadings: try result.int64(row: row, column: 3) ?? 0,
+                compactBytes: try result.int64(row: row, column: 4) ?? 0,
+                compactedAt: try result.date(row: row, column: 5))
+        }
+    }
+
+    // MARK: SQL
+
+    /// A chunk's readings in both forms (row form and this day's compact rows, to fold late readings in), by outlet
+    /// and time; the times in microseconds as ``CompactReading`` has them.
+    static let readChunk = """
+        WITH day AS (SELECT $1::date AS day, $1::date::timestamp AT TIME ZONE 'UTC' AS starts_at)
+        SELECT s.device_id,
+               (extract(epoch FROM s.measured_at - day.starts_at) * 1000000)::bigint,
+               (extract(epoch FROM s.received_at - s.measured_at) * 1000000)::bigint,
+               (extract(epoch FROM s.device_time - s.measured_at) * 1000000)::bigint,
+               s.voltage_volts, s.current_amperes, s.power_watts, s.power_factor, s.energy_wh, s.seq
+        FROM day, LATERAL (
+            SELECT * FROM samples_rows
+            WHERE device_id >= $2 AND device_id < $3
+              AND measured_at >= day.starts_at AND measured_at < day.starts_at + interval '1 day'
+            UNION ALL
+            SELECT c.device_id, r.*
+            FROM samples_compact c CROSS JOIN LATERAL outletd_compact_readings(c) r
+            WHERE c.day = day.day AND c.device_id >= $2 AND c.device_id < $3
+        ) s
+        ORDER BY s.device_id, s.measured_at
+        """
+
+    static let copyBlocks = """
+        COPY samples_compact (device_id, day, readings, first_at, last_at, measured_at, received_at, device_time,
+                              voltage, current, power, power_factor, energy, seq) FROM STDIN
+        """
+
+    /// One row of ``copyBlocks`` in COPY's text format (the literals hold no tab, newline or backslash).
+    static func copyLine(device: Int64, day: String, _ block: CompactDay) -> String {
+        func at(_ microseconds: Int64) -> String {
+            let seconds = microseconds / 1_000_000
+            let fraction = String(microseconds % 1_000_000)
+            let clock = [seconds / 3_600, seconds / 60 % 60, seconds % 60].map { $0 < 10 ? "0\($0)" : "\($0)" }
+            return "\(day) \(clock.joined(separator: ":")).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)+00"
+        }
+        var fields = [String(device), day, String(block.readings), at(block.firstAt), at(block.lastAt)]
+        fields += block.columns.map(\.literal)
+        return fields.joined(separator: "\t") + "\n"
+    }
+
+    private static func reading(_ rows: PostgresResult, _ row: Int) throws -> CompactReading {
+        CompactReading(
+            measuredAt: try rows.int64(row: row, column: 1) ?? 0,
+            receivedAfter: try rows.int64(row: row, column: 2) ?? 0,
+            deviceTimeAfter: try rows.int64(row: row, column: 3),
+            voltage: try rows.double(row: row, column: 4), current: try rows.double(row: row, column: 5),
+            power: try rows.double(row: row, column: 6) ?? 0, powerFactor: try rows.double(row: row, column: 7),
+            energy: try rows.double(row: row, column: 8), seq: try rows.int64(row: row, column: 9))
+    }
+
+    /// The day's partition, quoted, or an error naming the day.
+    private func partition(_ day: String) throws -> String {
+        let result = try connection.execute(
+            "SELECT format('%I.%I', schema_name, partition_name) FROM sample_partitions WHERE day = $1::date", [day])
+        guard result.rowCount == 1, let table = result[0, 0] else {
+            throw CompactionError(message: "no partition of samples holds \(day) (retention dropped it, or it is ahead)")
+        }
+        return table
+    }
+
+    private func dayNumber(_ day: String) throws -> Int32 {
+        let result = try connection.execute("SELECT $1::date - date '1970-01-01'", [day])
+        return Int32(try result.int(row: 0, column: 0) ?? 0)
+    }
+
+    /// The trigger that keeps a compacted reading from coming back in row form (before any chunk commits).
+    private func installGuard(_ table: String) throws {
+        try connection.execute(
+            """
+            DO $$
+            BEGIN
+                IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = '\(table)'::regclass
+                                                           AND tgname = 'samples_compacted_guard') THEN
+                    CREATE TRIGGER samples_compacted_guard BEFORE INSERT ON \(table)
+                        FOR EACH ROW EXECUTE FUNCTION outletd_compacted_guard();
+                END IF;
+            END
+            $$
+            """)
+    }
+}
+
+/// A compaction request that cannot be done, with the reason.
+public struct CompactionError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}

@@ -1,0 +1,46 @@
+import Config
+import Foundation
+import Logging
+import Postgres
+import Runtime
+
+/// Compacts settled days in the background (run by a ``DatabaseWorker``, its own thread and connection): every
+/// `retention.maintenance_interval_seconds`, each day whose partition ended `retention.compact_after_hours` ago and
+/// has readings in row form, oldest first. Between chunks it sleeps so that it keeps its thread busy for
+/// `retention.compact_duty` of the time: compaction yields the machine to ingest. Off when compact_after_hours is 0.
+public struct CompactionTask: DatabaseJob {
+    public var name: String { "outletd-compaction" }
+    private let retention: OutletdConfiguration.RetentionSettings
+
+    public init(retention: OutletdConfiguration.RetentionSettings) {
+        self.retention = retention
+    }
+
+    public func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
+        let store = CompactionStore(connection: connection)
+        let duty = min(1, max(0.01, retention.compactDuty))
+        while !context.stop.isSet {
+            for day in try store.daysDue(afterHours: retention.compactAfterHours) {
+                guard !context.stop.isSet else { return }
+                let outcome = try store.compact(
+                    day: day, chunkOutlets: retention.compactChunkOutlets,
+                    pause: { busy in context.stop.sleep(seconds: busy * (1 - duty) / duty) })
+                Self.log(outcome, context.logger)
+            }
+            context.stop.sleep(seconds: retention.maintenanceIntervalSeconds)
+        }
+    }
+
+    static func log(_ outcome: CompactionStore.Outcome, _ logger: Logger) {
+        if outcome.skipped {
+            logger.debug("compaction: another instance is compacting \(outcome.day)")
+            return
+        }
+        logger.info(
+            "compaction",
+            metadata: [
+                "day": "\(outcome.day)", "outlets": "\(outcome.outlets)", "readings": "\(outcome.readings)",
+                "left_in_rows": "\(outcome.leftInRows)", "seconds": "\(Int(outcome.seconds.rounded()))",
+            ])
+    }
+}
