@@ -328,6 +328,15 @@ extension ConfigurationKey {
         .int(
             "retention.partitions_ahead_days", \.retention.partitionsAheadDays, 1...366,
             "daily partitions of samples created ahead"),
+        .int(
+            "retention.compact_after_hours", \.retention.compactAfterHours, 0...87_600,
+            "compact a day's readings this many hours after it ended; 0 = never (docs/COMPACTION.md)"),
+        .int(
+            "retention.compact_chunk_outlets", \.retention.compactChunkOutlets, 1...100_000,
+            "outlet ids one compaction transaction takes"),
+        .double(
+            "retention.compact_duty", \.retention.compactDuty, 0.01...1,
+            "share of its thread compaction keeps busy (sleeps the rest between chunks)"),
         .double(
             "retention.maintenance_interval_seconds", \.retention.maintenanceIntervalSeconds, 1...86_400,
             "how often partitions are created and old data dropped, seconds"),

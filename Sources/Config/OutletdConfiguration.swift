@@ -325,6 +325,13 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var dailyRollupDays = 0
         /// Daily partitions of `samples` created ahead of today.
         public var partitionsAheadDays = 3
+        /// A day's readings are compacted (docs/COMPACTION.md) once the day ended this many hours ago; 0 turns
+        /// compaction off.
+        public var compactAfterHours = 24
+        /// Outlet ids a compaction transaction takes: the partition's writers wait for one chunk at most.
+        public var compactChunkOutlets = 64
+        /// The share of its thread compaction keeps busy (it sleeps the rest between chunks), 0 to 1.
+        public var compactDuty = 0.5
         /// How often the maintenance task runs, seconds (it also runs at start).
         public var maintenanceIntervalSeconds = 3_600.0
     }
