@@ -375,6 +375,18 @@ extension ConfigurationKey {
         .int(
             "app.max_live_streams_per_owner", \.app.maxLiveStreamsPerOwner, 1...1_000,
             "live streams one owner may hold open at once; beyond, 429"),
+        .double(
+            "app.live_write_timeout_seconds", \.app.liveWriteTimeoutSeconds, 0.5...3_600,
+            "a live stream's write not through within this (its client does not read) resets the connection, seconds"),
+        .int(
+            "app.max_connections", \.app.maxConnections, 1...1_000_000,
+            "connections open at once on the app's listener; beyond, 503 and closed"),
+        .double(
+            "app.header_timeout_seconds", \.app.headerTimeoutSeconds, 0.5...3_600,
+            "a connection whose first request head is not complete within this is closed, seconds"),
+        .double(
+            "app.idle_timeout_seconds", \.app.idleTimeoutSeconds, 0.5...86_400,
+            "a connection with no request or response under way for this long is closed, seconds"),
         .choice("logging.format", \.logging.format, ["text", "json"], "text for people, json for log collectors"),
     ]
 }

@@ -266,8 +266,21 @@ public struct OutletdConfiguration: Sendable, Equatable {
         /// Live streams open at once on this instance; beyond, 503 and the page polls instead. 0: none (the page
         /// polls).
         public var maxLiveStreams = 10_000
-        /// Live streams one owner may hold open at once (a tab or device each); beyond, 429.
+        /// Live streams one owner may hold open at once (a tab or device each); beyond, 429. A stream counts until
+        /// its connection has closed.
         public var maxLiveStreamsPerOwner = 8
+        /// A live stream's write that has not gone through within this (its client does not read) resets the
+        /// connection, seconds.
+        public var liveWriteTimeoutSeconds = 10.0
+        /// Connections open at once on the app's listener, live streams included; one more is answered 503 with
+        /// `Retry-After` and closed. Keep it under the process's descriptor limit less a few dozen (MQTT,
+        /// PostgreSQL, the spool).
+        public var maxConnections = 16_000
+        /// A connection whose first request head is not complete within this of connecting is closed, seconds.
+        public var headerTimeoutSeconds = 10.0
+        /// A connection with no request or response under way for this long is closed, seconds (a kept-alive
+        /// connection between requests, or one whose next request's head stalls).
+        public var idleTimeoutSeconds = 60.0
 
         public init() {}
     }

@@ -19,7 +19,10 @@ import Storage
 /// stream carries is read by its own session's user id, so it carries that owner's outlets and no one else's.
 ///
 /// Each stream holds at most one event not yet written (the newest): a reader too slow for the interval skips
-/// states, it never makes the server buffer. Streams are bounded per owner and in all (``Settings``).
+/// states, it never makes the server buffer. Streams are bounded per owner and in all (``Settings``), and a stream
+/// counts until its response has ended or its connection closed (``close(_:)``), not merely until the hub ended
+/// it: a client that does not read keeps a write waiting, and its connection open, until ``LiveConnection`` resets
+/// it (`writeTimeoutSeconds`, or `endGraceSeconds` after the hub ended the stream).
 final class LiveHub: Sendable {
     struct Settings: Sendable {
         var intervalSeconds = 3.0
@@ -32,6 +35,11 @@ final class LiveHub: Sendable {
         var readChunk = 100
         /// The part of the interval a tick's chunks are spread over, evenly, rather than read back to back.
         var spreadFraction = 0.9
+        /// A write that has not gone through within this resets the stream's connection, seconds.
+        var writeTimeoutSeconds = 10.0
+        /// A stream the hub ended (session ended, server stopping) whose response has not ended this much later
+        /// (its client does not read the end) has its connection reset, seconds.
+        var endGraceSeconds = 2.0
     }
 
     /// What ``open(session:outlets:now:)`` answers.
@@ -46,8 +54,12 @@ final class LiveHub: Sendable {
         let userID: Int64
         let sessionID: Int64
         let continuation: AsyncStream<ByteBuffer>.Continuation
+        /// Called once when the hub ends the stream.
+        let onEnd: @Sendable () -> Void
         var outlets: [OwnedOutlet]
         var sentAt: Date
+        /// The hub ended it (`event: end`); it still counts until ``LiveHub/close(_:)``.
+        var ended = false
     }
 
     private struct State {
@@ -71,8 +83,11 @@ final class LiveHub: Sendable {
     }
 
     /// Admits a stream for `session`, whose outlets were just read (the caller sends them first): the events that
-    /// follow, or why not.
-    func open(session: OwnerSession, outlets: [OwnedOutlet], now: Date = Date()) -> Admission {
+    /// follow, or why not. `onEnd` is called when the hub ends the stream (after its `event: end`); the stream keeps
+    /// its place until the caller's ``close(_:)``, when its response has ended or its connection closed.
+    func open(
+        session: OwnerSession, outlets: [OwnedOutlet], now: Date = Date(), onEnd: @escaping @Sendable () -> Void = {}
+    ) -> Admission {
         let userID = session.userID
         let (events, continuation) = AsyncStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingNewest(1))
         let (admission, openCount) = state.withLock { state -> (Admission, Int) in
@@ -83,15 +98,13 @@ final class LiveHub: Sendable {
             }
             state.nextID += 1
             state.subscribers[state.nextID] = Subscriber(
-                userID: userID, sessionID: session.sessionID, continuation: continuation, outlets: outlets,
-                sentAt: now)
+                userID: userID, sessionID: session.sessionID, continuation: continuation, onEnd: onEnd,
+                outlets: outlets, sentAt: now)
             state.perOwner[userID, default: 0] += 1
             return (.admitted(id: state.nextID, events: events), state.subscribers.count)
         }
         switch admission {
-        case .admitted(let id, _):
-            // However the stream ends (the client left, the session ended, the server stops), its slot is freed.
-            continuation.onTermination = { [weak self] _ in self?.close(id) }
+        case .admitted:
             metrics.liveStreams(openCount)
         case .ownerLimit, .full, .stopped:
             continuation.finish()
@@ -100,15 +113,18 @@ final class LiveHub: Sendable {
         return admission
     }
 
-    /// Forgets stream `id` (its client left or it ended).
+    /// Forgets stream `id` and frees its place: its response ended or its connection closed (called for both; the
+    /// second does nothing). Its events end, so that a response still waiting for one ends too.
     func close(_ id: Int) {
-        let count = state.withLock { state -> Int? in
+        let closed = state.withLock { state -> (AsyncStream<ByteBuffer>.Continuation, Int)? in
             guard let subscriber = state.subscribers.removeValue(forKey: id) else { return nil }
             let left = state.perOwner[subscriber.userID, default: 1] - 1
             state.perOwner[subscriber.userID] = left > 0 ? left : nil
-            return state.subscribers.count
+            return (subscriber.continuation, state.subscribers.count)
         }
-        if let count { metrics.liveStreams(count) }
+        guard let (continuation, count) = closed else { return }
+        continuation.finish()
+        metrics.liveStreams(count)
     }
 
     /// Reads and pushes every interval until ``stop()`` or cancellation: at fixed instants, so that a read that takes
@@ -126,14 +142,34 @@ final class LiveHub: Sendable {
 
     /// Ends every stream (`event: end`, the server is stopping) and admits no more.
     func stop() {
-        let continuations = state.withLock { state in
+        let ending = state.withLock { state in
             state.stopped = true
-            return state.subscribers.values.map(\.continuation)
+            return Self.markEnded(&state, ids: Array(state.subscribers.keys))
         }
-        let end = Self.end("the server is stopping")
-        for continuation in continuations {
-            continuation.yield(end)
-            continuation.finish()
+        Self.endStreams(ending, reason: "the server is stopping")
+    }
+
+    /// Marks streams `ids` ended (those not already): their continuations and end hooks, for ``endStreams(_:reason:)``
+    /// outside the lock.
+    private static func markEnded(_ state: inout State, ids: [Int]) -> [Subscriber] {
+        var ending: [Subscriber] = []
+        for id in ids {
+            guard var subscriber = state.subscribers[id], !subscriber.ended else { continue }
+            subscriber.ended = true
+            state.subscribers[id] = subscriber
+            ending.append(subscriber)
+        }
+        return ending
+    }
+
+    /// Sends each stream `event: end` for `reason`, ends its events and calls its end hook.
+    private static func endStreams(_ subscribers: [Subscriber], reason: String) {
+        guard !subscribers.isEmpty else { return }
+        let end = Self.end(reason)
+        for subscriber in subscribers {
+            subscriber.continuation.yield(end)
+            subscriber.continuation.finish()
+            subscriber.onEnd()
         }
     }
 
@@ -148,7 +184,9 @@ final class LiveHub: Sendable {
     func tick() async {
         let clock = ContinuousClock()
         let started = clock.now
-        let watched = state.withLock { state in state.subscribers.map { ($0.key, $0.value.sessionID) } }
+        let watched = state.withLock { state in
+            state.subscribers.filter { !$0.value.ended }.map { ($0.key, $0.value.sessionID) }
+        }
         guard !watched.isEmpty else { return }
         var streams: [Int64: [Int]] = [:]
         var sessions: [Int64] = []
@@ -181,13 +219,13 @@ final class LiveHub: Sendable {
             return false
         }
         var sends: [(AsyncStream<ByteBuffer>.Continuation, [OwnedOutlet])] = []
-        var ended: [AsyncStream<ByteBuffer>.Continuation] = []
+        var ended: [Subscriber] = []
         state.withLock { state in
             for (index, session) in sessions.enumerated() {
                 for id in streams[session] ?? [] {
-                    guard var subscriber = state.subscribers[id] else { continue }
+                    guard var subscriber = state.subscribers[id], !subscriber.ended else { continue }
                     guard let outlets = read[index] else {
-                        ended.append(subscriber.continuation)
+                        ended += Self.markEnded(&state, ids: [id])
                         continue
                     }
                     guard
@@ -203,11 +241,7 @@ final class LiveHub: Sendable {
         }
         let stamp = Stamp(at)
         for (continuation, outlets) in sends { continuation.yield(Self.event(outlets, stamp)) }
-        let end = Self.end("the session has ended; log in again")
-        for continuation in ended {
-            continuation.yield(end)
-            continuation.finish()
-        }
+        Self.endStreams(ended, reason: "the session has ended; log in again")
         metrics.liveEvents(sends.count)
         return true
     }

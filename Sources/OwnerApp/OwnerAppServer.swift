@@ -2,6 +2,7 @@ import Config
 import CoreMetrics
 import Hummingbird
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 /// The owner's app on its own listener (`app.listen`): the JSON API (``OwnerAPI``) and the page (``OwnerPage``).
@@ -34,8 +35,16 @@ public struct OwnerAppServer: Service {
         let router = Self.router(
             database: database, configuration: configuration.app, passwords: passwords, live: live,
             metricsFactory: metricsFactory, logger: logger)
+        let limits = ConnectionLimits(
+            maxConnections: configuration.app.maxConnections,
+            headerTimeoutSeconds: configuration.app.headerTimeoutSeconds, metrics: AppMetrics(factory: metricsFactory))
+        let idleTimeout = TimeAmount.nanoseconds(Int64(configuration.app.idleTimeoutSeconds * 1e9))
         application = Application(
-            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "outletd-app"),
+            router: router,
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [ConnectionGuard(limits: limits)], idleTimeout: idleTimeout)),
+            configuration: .init(address: .hostname(host, port: port), serverName: "outletd-app"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger)
     }
@@ -81,7 +90,7 @@ public struct OwnerAppServer: Service {
     static func liveSettings(_ app: OutletdConfiguration.AppSettings) -> LiveHub.Settings {
         .init(
             intervalSeconds: app.liveIntervalSeconds, maxStreams: app.maxLiveStreams,
-            maxStreamsPerOwner: app.maxLiveStreamsPerOwner)
+            maxStreamsPerOwner: app.maxLiveStreamsPerOwner, writeTimeoutSeconds: app.liveWriteTimeoutSeconds)
     }
 
     public func run() async throws {

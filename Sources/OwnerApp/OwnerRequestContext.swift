@@ -20,10 +20,13 @@ public struct OwnerRequestContext: AuthRequestContext, RemoteAddressRequestConte
     public let remoteAddress: SocketAddress?
     /// The client's address: the connection's peer, or behind a trusted proxy the address it forwarded.
     public var clientAddress: String
+    /// The connection the request came on (a live stream resets it when its client does not read).
+    let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         identity = nil
+        channel = source.channel
         remoteAddress = source.channel.remoteAddress
         clientAddress = remoteAddress?.ipAddress ?? "unknown"
     }

@@ -484,6 +484,89 @@ import Testing
             #expect(try await daemon.send("GET", "/api/v1/commands/\(cli)", token: bob).status == 404)
         }
     }
+
+    // MARK: The listener
+
+    /// outletd's open descriptors (its process's `/proc/PID/fd`).
+    static func descriptors(_ daemon: Daemon) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.process.child.pid)/fd").count) ?? -1
+    }
+
+    /// 50 connections that send nothing, 50 that send half a request head and 50 that finish a request and then
+    /// keep the connection idle: with a head timeout of 1 s and an idle timeout of 2 s every one is closed by
+    /// outletd, and its descriptors go back to what they were; an owner's request is answered all along.
+    @Test func idleAndHalfSentConnectionsAreClosed() async throws {
+        try await Self.withDaemon(environment: [
+            "OUTLETD_APP_HEADER_TIMEOUT_SECONDS": "1", "OUTLETD_APP_IDLE_TIMEOUT_SECONDS": "2",
+        ]) { daemon in
+            let before = Self.descriptors(daemon)
+            var silent: [RawConnection] = []
+            var halfSent: [RawConnection] = []
+            var idle: [RawConnection] = []
+            defer { for connection in silent + halfSent + idle { connection.close() } }
+            for _ in 0..<50 {
+                silent.append(try await RawConnection.open(port: daemon.appPort))
+                let half = try await RawConnection.open(port: daemon.appPort)
+                try half.send("GET /api/v1/outlets HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: appl")
+                halfSent.append(half)
+                let kept = try await RawConnection.open(port: daemon.appPort)
+                try kept.send("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                try await kept.readHead()
+                #expect(kept.status == 200)
+                idle.append(kept)
+            }
+            let opened = Self.descriptors(daemon)
+            let started = ContinuousClock.now
+            let all = silent + halfSent + idle
+            while all.contains(where: { $0.isOpen }), ContinuousClock.now - started < .seconds(30) {
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            let waited = (ContinuousClock.now - started).seconds
+            let open = (
+                silent.filter { $0.isOpen }.count, halfSent.filter { $0.isOpen }.count, idle.filter { $0.isOpen }.count
+            )
+            let closed = ContinuousClock.now
+            while Self.descriptors(daemon) > before + 5, ContinuousClock.now - closed < .seconds(10) {
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            let after = Self.descriptors(daemon)
+            print(
+                "listener: descriptors \(before) → \(opened) with 150 connections → \(after); "
+                    + "open after \(waited) s: \(open.0) silent, \(open.1) half-sent, \(open.2) idle")
+            #expect(open == (0, 0, 0), "still open after \(waited) s: \(open)")
+            #expect(after <= before + 5, "outletd's descriptors: \(before) before, \(after) after")
+            let ana = try await daemon.token("ana")
+            #expect(try await daemon.send("GET", "/api/v1/outlets", token: ana).status == 200)
+        }
+    }
+    /// With `app.max_connections` 20 and 20 connections open, the 21st is answered at once, before it sends
+    /// anything: 503, `Retry-After`, the reason, `Connection: close`, and then closed. Once one of the 20 has
+    /// closed, a request is served again.
+    @Test func connectionsPastTheLimitAreRefusedWithAReason() async throws {
+        try await Self.withDaemon(environment: ["OUTLETD_APP_MAX_CONNECTIONS": "20"]) { daemon in
+            // The start-up probe's connection closed: wait until outletd has counted it out.
+            try await Harness.waitUntil(timeout: 10, "no connection open") {
+                daemon.metric("\noutletd_app_connections 0")
+            }
+            var held: [RawConnection] = []
+            defer { for connection in held { connection.close() } }
+            for _ in 0..<20 { held.append(try await RawConnection.open(port: daemon.appPort)) }
+            let refused = try await RawConnection.open(port: daemon.appPort)
+            defer { refused.close() }
+            let answer = try await refused.readToEnd()
+            #expect(answer.hasPrefix("HTTP/1.1 503"), "\(answer)")
+            #expect(answer.lowercased().contains("retry-after: 5"), "\(answer)")
+            #expect(answer.lowercased().contains("connection: close"), "\(answer)")
+            #expect(answer.contains("app.max_connections: 20"), "\(answer)")
+            #expect(!refused.isOpen)
+            #expect(held.allSatisfy { $0.isOpen })
+            held.removeLast().close()
+            try await Harness.waitUntil(timeout: 10, "a request served again") {
+                HTTPProbe.get(port: daemon.appPort, path: "/")?.status == 200
+            }
+            #expect(daemon.metric("outletd_app_connections_closed_total{reason=\"refused\"}"))
+        }
+    }
 }
 
 extension Duration {

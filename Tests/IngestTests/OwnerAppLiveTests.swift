@@ -157,6 +157,125 @@ import Testing
         }
     }
 
+    /// Streams read every 0.1 s, at most 3 per owner; `writeTimeout` is set by each test.
+    static func configureUnread(_ configuration: inout OutletdConfiguration) {
+        configuration.app.liveIntervalSeconds = 0.1
+        configuration.app.maxLiveStreamsPerOwner = 3
+        configuration.app.maxLiveStreams = 100
+    }
+
+    /// Gives `user` `count` more outlets (`big-1`…), each with a 150-byte description: an event of theirs is about
+    /// 300 bytes an outlet.
+    static func giveOutlets(_ app: OwnerAppTests.App, to user: String, count: Int) throws {
+        _ = try app.sql(
+            """
+            INSERT INTO devices (code) SELECT 'big-' || g FROM generate_series(1, \(count)) g;
+            UPDATE devices SET owner_id = (SELECT id FROM app_users WHERE name = '\(user)'), claimed_at = now(),
+                               name = 'Outlet ' || code, description = repeat('d', 150)
+            WHERE code LIKE 'big-%'
+            """)
+    }
+
+    /// Changes `code`'s power every 0.1 s until cancelled, so that every read sends each stream an event.
+    static func keepChanging(_ app: OwnerAppTests.App, _ code: String) -> Task<Void, Never> {
+        Task {
+            var watts = 1.0
+            while !Task.isCancelled {
+                watts += 1
+                try? setPower(app, code, watts)
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    /// An owner with 1,000 outlets (events of ~300 kB) opens three streams with 4 KiB receive buffers and never
+    /// reads them, so that the server's writes block. Logout closes their connections within a few seconds all the
+    /// same (a write may wait 60 s here, so it is not that), and until each is closed it counts: logging in again
+    /// never holds more than three streams at once, and the fourth of the new session is a 429.
+    @Test func streamsNobodyReadsCloseWithTheirSessionAndCountUntilClosed() async throws {
+        try await OwnerAppTests.withApp(configure: {
+            Self.configureUnread(&$0)
+            $0.app.liveWriteTimeoutSeconds = 60
+        }) { app in
+            try Self.giveOutlets(app, to: "ana", count: 1_000)
+            let ana = try await app.login("ana")
+            let changing = Self.keepChanging(app, "big-1")
+            var unread: [RawConnection] = []
+            var fresh: [RawConnection] = []
+            defer { for connection in unread + fresh { connection.close() } }
+            for _ in 0..<3 {
+                let connection = try await RawConnection.openStream(port: app.port, token: ana)
+                unread.append(connection)
+                #expect(connection.status == 200)
+            }
+            // 30 events of ~300 kB each: more than the kernel's buffers of a connection take, so writes wait.
+            try await Task.sleep(for: .seconds(3))
+            changing.cancel()
+            #expect(unread.allSatisfy { $0.isOpen })
+
+            let loggedOut = ContinuousClock.now
+            #expect(try await app.send("POST", "/api/v1/logout", token: ana).status == 204)
+            let again = try await app.login("ana")
+            var mostAtOnce = 0
+            while fresh.count < 3, ContinuousClock.now - loggedOut < .seconds(30) {
+                let connection = try await RawConnection.openStream(port: app.port, token: again)
+                if connection.status == 200 {
+                    fresh.append(connection)
+                    mostAtOnce = max(mostAtOnce, unread.filter { $0.isOpen }.count + fresh.count)
+                } else {
+                    #expect(connection.status == 429)
+                    connection.close()
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+            }
+            while unread.contains(where: { $0.isOpen }), ContinuousClock.now - loggedOut < .seconds(30) {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let closedAfter = (ContinuousClock.now - loggedOut).seconds
+            let stillOpen = unread.filter { $0.isOpen }.count
+            print(
+                "unread streams after logout: \(stillOpen) of 3 open \(closedAfter) s later; most of the owner's "
+                    + "streams open at once after logging in again: \(mostAtOnce) (limit 3)")
+            #expect(stillOpen == 0 && closedAfter < 10, "\(stillOpen) still open \(closedAfter) s after logout")
+            #expect(mostAtOnce <= 3, "\(mostAtOnce) streams of one owner open at once, the limit is 3")
+            #expect(fresh.count == 3)
+            let fourth = try await RawConnection.openStream(port: app.port, token: again)
+            defer { fourth.close() }
+            #expect(fourth.status == 429)
+        }
+    }
+
+    /// A stream whose client never reads, of an owner still logged in: once a write has waited 1 s (the bound set
+    /// here) its connection is reset, and its place is free for another stream.
+    @Test func aWriteThatCannotGoThroughResetsItsConnection() async throws {
+        try await OwnerAppTests.withApp(configure: {
+            Self.configureUnread(&$0)
+            $0.app.liveWriteTimeoutSeconds = 1
+        }) { app in
+            try Self.giveOutlets(app, to: "ana", count: 1_000)
+            let ana = try await app.login("ana")
+            let changing = Self.keepChanging(app, "big-1")
+            defer { changing.cancel() }
+            var unread: [RawConnection] = []
+            defer { for connection in unread { connection.close() } }
+            for _ in 0..<3 {
+                let connection = try await RawConnection.openStream(port: app.port, token: ana)
+                unread.append(connection)
+                #expect(connection.status == 200)
+            }
+            let started = ContinuousClock.now
+            while unread.contains(where: { $0.isOpen }), ContinuousClock.now - started < .seconds(30) {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let stillOpen = unread.filter { $0.isOpen }.count
+            #expect(stillOpen == 0, "\(stillOpen) of 3 unread streams still open after 30 s")
+            changing.cancel()
+            let reader = try await LiveStreamClient.open(port: app.port, token: ana)
+            defer { reader.close() }
+            #expect(reader.status == 200, "\(reader.rest)")
+        }
+    }
+
     /// The graceful shutdown ends open streams (`event: end`, the server is stopping) instead of waiting on them.
     @Test func shutdownEndsOpenStreams() async throws {
         let stream = try await OwnerAppTests.withApp(configure: Self.configure) { app in
@@ -306,4 +425,118 @@ final class LiveStreamClient: @unchecked Sendable {
     }
 
     private func text(_ bytes: some Collection<UInt8>) -> String { String(decoding: bytes, as: UTF8.self) }
+}
+
+/// A bare TCP connection to the app on loopback, for what no polite client does: a small receive buffer that is
+/// never read, half a request head, nothing at all. Whether it is still open is asked of the kernel (its TCP state),
+/// never by reading, so that looking does not drain what the server could not send.
+final class RawConnection: @unchecked Sendable {
+    let fd: Int32
+    /// The status of the response whose head ``readHead()`` read; 0 before.
+    private(set) var status = 0
+    private(set) var received: [UInt8] = []
+
+    private init(fd: Int32) { self.fd = fd }
+
+    /// Connects to 127.0.0.1:`port`, with a receive buffer of `receiveBufferBytes` when given (set before connecting,
+    /// so that the window offered is that small). Reads wait at most a second each.
+    static func open(port: Int, receiveBufferBytes: Int32? = nil) async throws -> RawConnection {
+        try await Blocking.run("raw-connection-test") {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw HarnessError("socket: errno \(errno)") }
+            if var bytes = receiveBufferBytes {
+                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
+            }
+            var timeout = timeval(tv_sec: 1, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(port).bigEndian
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            guard connected else {
+                Glibc.close(fd)
+                throw HarnessError("cannot connect to 127.0.0.1:\(port): errno \(errno)")
+            }
+            return RawConnection(fd: fd)
+        }
+    }
+
+    /// A stream (`GET /api/v1/live`) opened with a receive buffer of `receiveBufferBytes` and read only as far as its
+    /// response's head.
+    static func openStream(port: Int, token: String, receiveBufferBytes: Int32 = 4_096) async throws -> RawConnection {
+        let connection = try await open(port: port, receiveBufferBytes: receiveBufferBytes)
+        try connection.send("GET /api/v1/live HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n\r\n")
+        try await connection.readHead()
+        return connection
+    }
+
+    /// Sends `text` (a few hundred bytes at most: it fits the socket's buffer, so this does not block).
+    func send(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == bytes.count else { throw HarnessError("send: errno \(errno)") }
+    }
+
+    /// Reads until a response head has arrived (within 10 s) and sets ``status``.
+    func readHead() async throws {
+        try await Blocking.run("raw-connection-test") { [self] in
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                if let end = received.firstRange(of: Array("\r\n\r\n".utf8)) {
+                    let line = String(decoding: received[..<end.lowerBound], as: UTF8.self).prefix { $0 != "\r" }
+                    let parts = line.split(separator: " ")
+                    status = parts.count >= 2 ? Int(parts[1]) ?? 0 : 0
+                    return
+                }
+                guard read() else { break }
+            }
+            throw HarnessError("no response head: \(String(decoding: received, as: UTF8.self))")
+        }
+    }
+
+    /// Reads until the server closes the connection, at most `timeout` seconds; what arrived, as text.
+    func readToEnd(timeout: Double = 10) async throws -> String {
+        try await Blocking.run("raw-connection-test") { [self] in
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline, read() {}
+            return String(decoding: received, as: UTF8.self)
+        }
+    }
+
+    /// One read of what arrived within the receive time-out; false when the peer closed or the read failed.
+    private func read() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count > 0 {
+            received.append(contentsOf: chunk[0..<count])
+            return true
+        }
+        return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+    }
+
+    /// Whether the connection is still established: neither closed nor reset by the server. Asked of the kernel
+    /// (`TCP_INFO`'s state, its first byte), so nothing is read.
+    var isOpen: Bool {
+        var info = [UInt8](repeating: 0, count: 256)
+        var length = socklen_t(info.count)
+        let result = info.withUnsafeMutableBytes {
+            getsockopt(fd, Int32(IPPROTO_TCP), TCP_INFO, $0.baseAddress, &length)
+        }
+        return result == 0 && info[0] == 1  // TCP_ESTABLISHED
+    }
+
+    func close() {
+        Glibc.close(fd)
+    }
+}
+
+extension Duration {
+    fileprivate var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
 }
