@@ -330,6 +330,165 @@ import Testing
         #expect(try store.costBase(userID: userID + 1, code: "kit-1", todayStart: todayStart) == nil)
     }
 
+    /// `outletd_tariff_pieces` and `outletd_outlet_cost` as migration 21 made them, under the names
+    /// `migration21_tariff_pieces` and `migration21_outlet_cost`: what pricing gave before migration 27.
+    static func createMigration21Pricing(_ url: String) throws {
+        let text = try #require(Migration.all.first { $0.version == 21 }?.sql)
+        for name in ["outletd_tariff_pieces", "outletd_outlet_cost"] {
+            let start = try #require(text.range(of: "CREATE FUNCTION \(name)("))
+            let opening = try #require(text.range(of: "$$", range: start.upperBound..<text.endIndex))
+            let closing = try #require(text.range(of: "$$;", range: opening.upperBound..<text.endIndex))
+            let function = String(text[start.lowerBound..<closing.upperBound])
+                .replacingOccurrences(of: "outletd_tariff_pieces", with: "migration21_tariff_pieces")
+                .replacingOccurrences(of: "outletd_outlet_cost", with: "migration21_outlet_cost")
+            _ = try Harness.scalar(url, function)
+        }
+    }
+
+    /// Pricing reads in proportion to what it prices (migration 27): a year is priced by its hours and the bands of
+    /// each of its days, not by every piece of the year against every band of the year. The pieces of 360 days
+    /// handle at most 18 times the rows of 30 days' (12 if exactly linear); migration 21's handled 110 times
+    /// (1.09 million rows for a year of the tarifa branca). Rows, not milliseconds: PostgreSQL's own count of the
+    /// rows each step of the plan produced or filtered out, whatever the machine's speed.
+    @Test func aYearsPricesAreFoundInProportionToItsDays() throws {
+        let url = try Harness.migratedDatabase()
+        try Self.tariff(url, "branca", Self.everyMonth)
+        let tariffID = try Harness.scalar(url, "SELECT id FROM tariffs WHERE name = 'branca'")
+        func rowsHandled(days: Int) throws -> Int {
+            let plan = try Harness.scalar(
+                url,
+                """
+                EXPLAIN (ANALYZE, FORMAT JSON) SELECT * FROM outletd_tariff_pieces(\(tariffID), 'America/Fortaleza',
+                    '2025-01-01T03:00:00Z', '2025-01-01T03:00:00Z'::timestamptz + interval '\(days) days')
+                """)
+            let parsed = try JSONParser.parse(Array(plan.utf8))
+            guard case .array(let plans) = parsed, let root = plans.first?["Plan"] else {
+                throw HarnessError("no plan: \(plan.prefix(200))")
+            }
+            func handled(_ node: JSONValue) -> Int {
+                let counted = ["Actual Rows", "Rows Removed by Filter", "Rows Removed by Join Filter"]
+                    .compactMap { node[$0]?.numberValue() }.reduce(0, +)
+                var total = Int(counted * (node["Actual Loops"]?.numberValue() ?? 1))
+                if case .array(let children)? = node["Plans"] { total += children.map(handled).reduce(0, +) }
+                return total
+            }
+            return handled(root)
+        }
+        let month = try rowsHandled(days: 30)
+        let year = try rowsHandled(days: 360)
+        #expect(month > 0 && year <= 18 * month, "30 days: \(month) rows, 360 days: \(year)")
+    }
+
+    /// Migration 27's pricing gives what migration 21's gave, row for row and digit for digit (energy as the same
+    /// double, cost as the same numeric text): a year of hourly rollups and 40 days of minute rollups of uneven
+    /// energy, on a tariff with band edges inside hours (priced minute by minute), holidays, adders, taxes and a new
+    /// version, in Fortaleza; and one without a clock of its own across Berlin's DST change; over a year, a month,
+    /// a day, periods starting inside an hour and an empty one.
+    @Test func pricingGivesWhatMigration21Gave() throws {
+        let url = try Harness.migratedDatabase()
+        try Self.createMigration21Pricing(url)
+        try Harness.register(["fort-1", "ber-1"], databaseURL: url)
+        _ = try Harness.scalar(
+            url,
+            "UPDATE devices SET time_zone = CASE code WHEN 'fort-1' THEN 'America/Fortaleza' ELSE 'Europe/Berlin' END")
+        try Self.tariff(
+            url, "cut",
+            """
+            currency: BRL
+            time_zone: America/Fortaleza
+            valid_from: 2025-11-01
+            price_per_kwh: 0.62
+            bands:
+              - {name: ponta, days: [mon, tue, wed, thu, fri], from: "18:30", to: "21:30", price_per_kwh: 1.38}
+              - {name: intermediario, days: [mon, tue, wed, thu, fri], from: "17:30", to: "18:30", price_per_kwh: 0.89}
+              - {name: intermediario, days: [mon, tue, wed, thu, fri], from: "21:30", to: "22:45", price_per_kwh: 0.89}
+            holidays: [2025-12-25, 2026-01-01, 2026-11-02, 2026-11-15]
+            monthly_adders_per_kwh: {"2025-12": 0.01885, "2026-10": 0.04463}
+            taxes_percent: 7.5
+            """)
+        try Self.tariff(
+            url, "cut",
+            """
+            currency: BRL
+            time_zone: America/Fortaleza
+            valid_from: 2026-10-20
+            price_per_kwh: 0.6543
+            bands:
+              - {name: ponta, days: [mon, tue, wed, thu, fri, sat], from: "18:00", to: "21:15", price_per_kwh: 1.4}
+            holidays: [2026-11-02]
+            monthly_adders_per_kwh: {"2026-11": 0.02}
+            taxes_percent: 12
+            """)
+        try Self.tariff(
+            url, "night",
+            """
+            currency: EUR
+            valid_from: 2025-10-01
+            price_per_kwh: 0.10
+            bands:
+              - {name: two, days: [mon, tue, wed, thu, fri, sat, sun], from: "02:00", to: "03:00", price_per_kwh: 1.00}
+              - {name: evening, days: [mon, tue, wed, thu, fri], from: "17:20", to: "19:00", price_per_kwh: 0.31}
+            taxes_percent: 19
+            """)
+        for (tariff, code) in [("cut", "fort-1"), ("night", "ber-1")] {
+            _ = try TestStack.run(
+                [try OutletdProcess.executable(), "tariff", "assign", tariff, "--outlet", code],
+                environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
+        }
+        // Rollups written straight into the stored tables, their energy uneven from one bucket to the next.
+        _ = try Harness.scalar(
+            url,
+            """
+            INSERT INTO power_rollups_hourly_stored (device_id, bucket_start, sample_count, power_sum_watts,
+                power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
+                last_power_watts, last_at)
+            SELECT d.id, h, 360, 36000, 360000, 3600, 1, 100, h, 37.3 + (extract(epoch FROM h)::bigint % 97) / 7.0,
+                   1, h
+            FROM devices d, generate_series('2025-11-15T00:00:00Z'::timestamptz, '2026-11-15T00:00:00Z',
+                                            interval '1 hour') h;
+            INSERT INTO power_rollups_minute_stored (device_id, bucket_start, sample_count, power_sum_watts,
+                power_integral_watt_seconds, covered_seconds, min_power_watts, peak_power_watts, peak_at, energy_wh,
+                last_power_watts, last_at)
+            SELECT d.id, m, 6, 600, 6000, 60, 1, 100, m, 0.61 + (extract(epoch FROM m)::bigint / 60 % 13) / 3.0,
+                   1, m
+            FROM devices d, generate_series('2026-10-06T00:00:00Z'::timestamptz, '2026-11-15T00:00:00Z',
+                                            interval '1 minute') m;
+            ANALYZE power_rollups_hourly_stored; ANALYZE power_rollups_minute_stored
+            """)
+        let periods = [
+            ("2025-11-15T00:00:00Z", "2026-11-15T00:00:00Z"), ("2026-10-01T03:00:00Z", "2026-11-01T03:00:00Z"),
+            ("2026-10-24T22:00:00Z", "2026-10-25T23:00:00Z"), ("2026-11-03T20:30:00Z", "2026-11-05T01:45:00Z"),
+            ("2026-10-19T00:00:00Z", "2026-10-22T00:00:00Z"), ("2026-11-10T00:00:00Z", "2026-11-10T00:00:00Z"),
+        ]
+        for code in ["fort-1", "ber-1"] {
+            for (from, to) in periods {
+                let rows = "hour_start, band, energy_wh, cost::text, currency"
+                let now = "FROM outletd_outlet_cost('\(code)', '\(from)', '\(to)')"
+                let before = "FROM migration21_outlet_cost('\(code)', '\(from)', '\(to)')"
+                let compared = try Harness.scalar(
+                    url,
+                    """
+                    SELECT (SELECT count(*) \(now)) || ' ' || (SELECT count(*) \(before)) || ' '
+                           || (SELECT count(*) FROM (SELECT \(rows) \(now) EXCEPT ALL SELECT \(rows) \(before)) x)
+                           || ' ' || (SELECT count(*) FROM (SELECT \(rows) \(before) EXCEPT ALL SELECT \(rows) \(now)) y)
+                           || ' ' || (SELECT count(*) \(now) WHERE band IS NOT NULL AND cost IS NOT NULL)
+                    """)
+                let counts = compared.split(separator: " ").compactMap { Int($0) }
+                #expect(counts.count == 5 && counts[0] == counts[1], "\(code) \(from)–\(to): \(compared)")
+                #expect(counts.count == 5 && counts[2] == 0 && counts[3] == 0, "\(code) \(from)–\(to): \(compared)")
+                if from != to { #expect(counts.count == 5 && counts[4] > 0, "\(code) \(from)–\(to): \(compared)") }
+            }
+        }
+        // Cut hours were priced (bands at :30 and :45 and :15, and minutes to price them), and across Berlin's DST.
+        #expect(
+            try Harness.count(
+                url,
+                """
+                SELECT count(*) FROM (SELECT hour_start FROM outletd_outlet_cost('fort-1', '2026-11-03T00:00:00Z',
+                    '2026-11-07T00:00:00Z') GROUP BY hour_start HAVING count(*) > 1) x
+                """) >= 2)
+    }
+
     /// One price all day, every month: whatever the day the test runs on is priced.
     static let everyMonth = """
         currency: BRL
