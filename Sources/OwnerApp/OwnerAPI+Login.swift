@@ -17,7 +17,7 @@ extension OwnerAPI {
     enum LoginOutcome: Sendable {
         case rateLimited
         case refused
-        case loggedIn(token: String, expiresAt: Date)
+        case loggedIn(token: String, expiresAt: Date, userID: Int64)
     }
 
     /// What the database said before the password was checked.
@@ -57,8 +57,9 @@ extension OwnerAPI {
         case .refused:
             metrics.login("refused")
             throw HTTPError(.unauthorized, message: "wrong user name or password")
-        case .loggedIn(let token, let expiresAt):
+        case .loggedIn(let token, let expiresAt, let userID):
             loginLimiter.forgive(ticket)
+            share.learn(token: token, userID: userID)
             loginLimiter.clear(keys[0].1)
             metrics.login("ok")
             return JSONOutput.object([
@@ -129,7 +130,7 @@ extension OwnerAPI {
             let token = SessionToken.make()
             let expiresAt = try store.createSession(
                 userID: credentials.id, token: token, lifetimeSeconds: lifetime)
-            return .loggedIn(token: token, expiresAt: expiresAt)
+            return .loggedIn(token: token, expiresAt: expiresAt, userID: credentials.id)
         }
     }
 

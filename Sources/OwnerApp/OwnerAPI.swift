@@ -30,6 +30,8 @@ public struct OwnerAPI: Sendable {
         public var maxClaimFailuresPerAddress = 30
         /// How long the detail's cost figures for today are kept (``CostCache``), seconds; 0: priced every time.
         public var costCacheSeconds = 60.0
+        /// What one owner may hold of the app at once (``OwnerShare``).
+        var ownerShare = OwnerShare.Limits()
 
         public init(sessionLifetimeSeconds: Double, claimRequiresKey: Bool = true) {
             self.sessionLifetimeSeconds = sessionLifetimeSeconds
@@ -55,6 +57,7 @@ public struct OwnerAPI: Sendable {
     let claimLimiter: FailureLimiter
     let costCache: CostCache
     let live: LiveHub
+    let share: OwnerShare
 
     init(database: OwnerDatabase, settings: Settings, passwords: PasswordChecker, live: LiveHub, metrics: AppMetrics) {
         self.database = database
@@ -65,6 +68,7 @@ public struct OwnerAPI: Sendable {
         loginLimiter = FailureLimiter(windowSeconds: settings.loginWindowSeconds)
         claimLimiter = FailureLimiter(windowSeconds: settings.claimWindowSeconds)
         costCache = CostCache(lifetimeSeconds: settings.costCacheSeconds)
+        share = OwnerShare(limits: settings.ownerShare)
     }
 
     /// Adds the routes to `router`.
@@ -72,14 +76,18 @@ public struct OwnerAPI: Sendable {
         let api = router.group("api/v1")
         api.post("login", use: login)
         // The routes the page polls or reloads look the session up in the statement that reads what they answer.
-        api.get("outlets", use: listOutlets)
-        api.get("outlets/:code", use: showOutlet)
-        api.get("outlets/:code/hourly", use: hourly)
+        // Each request with a token counts in its owner's share (``OwnerShare``) before it reaches the database.
+        let polled = api.group().add(middleware: OwnerShareMiddleware(share: share))
+        polled.get("outlets", use: listOutlets)
+        polled.get("outlets/:code", use: showOutlet)
+        polled.get("outlets/:code/hourly", use: hourly)
         // The page's live values: one stream per page, its session checked at every read (``LiveHub``).
         api.get("live", use: liveOutlets)
         let owner = api.group()
+            .add(middleware: OwnerShareMiddleware(share: share))
             .add(middleware: BearerTokenAuthenticator(database: database))
             .add(middleware: IsAuthenticatedMiddleware<OwnerRequestContext>())
+            .add(middleware: OwnerShareMiddleware.Learning(share: share))
         owner.post("logout", use: logout)
         owner.post("outlets", use: claimOutlet)
         owner.patch("outlets/:code", use: updateOutlet)
@@ -120,9 +128,10 @@ public struct OwnerAPI: Sendable {
 
     @Sendable func listOutlets(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let token = try Self.token(request)
-        guard let (_, outlets) = try await database.run({ try $0.sessionAndOutlets(token: token) }) else {
+        guard let (session, outlets) = try await database.run({ try $0.sessionAndOutlets(token: token) }) else {
             throw HTTPError(.unauthorized)
         }
+        share.learn(token: token, userID: session.userID)
         return JSONOutput.array(outlets.map { .object(Self.members($0)) }).response()
     }
 
@@ -205,12 +214,22 @@ public struct OwnerAPI: Sendable {
             }
             return (code, from, to)
         }
-        let costCache = costCache
+        // A period asked for prices up to a year of rollups: one such at a time per owner (``OwnerShare``).
+        var period: OwnerShare.Ticket?
+        if from != nil {
+            guard let ticket = share.admit(share.key(token: token), pricesPeriod: true) else {
+                throw OwnerShare.refusal(pricesPeriod: true)
+            }
+            period = ticket
+        }
+        defer { if let period { share.leave(period) } }
+        let (costCache, share) = (costCache, share)
         // The session, the outlet, its figures and its automations in one statement; the cost in one more, unless kept.
         let found = try await database.run { store -> (OwnedOutletDetail, OwnedOutletCost)?? in
             guard let (session, detail) = try store.detail(token: token, code: code, from: from, to: to) else {
                 return nil
             }
+            share.learn(token: token, userID: session.userID)
             guard let detail else { return .some(nil) }
             let (userID, start, end) = (session.userID, detail.from, detail.to)
             // Today's figures (no period asked) may come from the cache: the outlet was found as this owner's above.
@@ -256,9 +275,11 @@ public struct OwnerAPI: Sendable {
     @Sendable func hourly(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let token = try Self.token(request)
         let (code, date) = try await parsed(token) { (try Self.code(context), try Self.date(request, "date")) }
+        let share = share
         // The session, the outlet's day and its hours in one statement.
         let found = try await database.run { store -> (OwnedOutletDay, [OwnedOutletHour])?? in
-            guard let (_, chart) = try store.chart(token: token, code: code, date: date) else { return nil }
+            guard let (session, chart) = try store.chart(token: token, code: code, date: date) else { return nil }
+            share.learn(token: token, userID: session.userID)
             return .some(chart.map { ($0.day, $0.hours) })
         }
         guard let found else { throw HTTPError(.unauthorized) }
