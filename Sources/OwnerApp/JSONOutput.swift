@@ -8,6 +8,9 @@ enum JSONOutput {
     case null
     case bool(Bool)
     case number(Double)
+    /// A number as it was accepted, every digit kept: the shortest decimal that reads back as the same value (a
+    /// rule's watts, which its text shows alike: ``AutomationRule/watts(_:)``).
+    case exact(Double)
     case integer(Int64)
     /// An exact decimal as PostgreSQL's `numeric` prints it (`5.243100`): money, never through floating point.
     case decimal(String)
@@ -44,6 +47,12 @@ enum JSONOutput {
         case .number(let value):
             // Three decimals are more than any meter resolves; an integral value prints without them.
             if value.isFinite { buffer.writeString(Self.decimal(value)) } else { buffer.writeStaticString("null") }
+        case .exact(let value):
+            if value.isFinite {
+                buffer.writeString(AutomationRule.watts(value))
+            } else {
+                buffer.writeStaticString("null")
+            }
         case .integer(let value): buffer.writeString(String(value))
         case .decimal(let value):
             if Self.isDecimal(value) { buffer.writeString(value) } else { buffer.writeStaticString("null") }

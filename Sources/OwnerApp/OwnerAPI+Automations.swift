@@ -303,7 +303,7 @@ extension OwnerAPI {
         return [
             ("id", .integer(record.id)), ("kind", .string(record.rule.kind.rawValue)), ("code", .optional(record.code)),
             ("enabled", .bool(record.enabled)), ("state", .optional(state?.rawValue)), ("at", at), ("days", days),
-            ("watts", .optional(watts)), ("for_seconds", hold.map { .integer(Int64($0)) } ?? .null),
+            ("watts", watts.map { .exact($0) } ?? .null), ("for_seconds", hold.map { .integer(Int64($0)) } ?? .null),
             ("summary", .string(summary(record.rule, zone: record.timeZone))),
             (
                 "next_at",

@@ -76,8 +76,11 @@ public enum AutomationRule: Sendable, Equatable {
         public static let holdSeconds = 1...604_800
         /// Furthest timer: a year ahead.
         public static let timerSeconds = 1...31_622_400
-        /// Watts an outlet's rule may name.
+        /// Watts an outlet's rule may name: an over-power limit from ``minimumWatts``, an idle level 0 or from it.
         public static let outletWatts = 0.0...100_000.0
+        /// The smallest limit but 0 a power rule takes, W: below it no meter tells one level from another, and a
+        /// value such as 1e-300 would show as 0 where numbers are rounded (the API's three decimals).
+        public static let minimumWatts = 0.1
         /// Watts a group's limit may name.
         public static let groupWatts = 1.0...100_000_000.0
         /// Outlets in one group.
@@ -97,12 +100,14 @@ public enum AutomationRule: Sendable, Equatable {
             if seconds <= 0 { return "at: the time has passed" }
             if seconds > Double(Limits.timerSeconds.upperBound) { return "at: at most a year ahead" }
         case .overPower(let watts, let hold):
-            if !(watts > 0 && Limits.outletWatts.contains(watts)) {
-                return "watts: expected more than 0 and at most 100000"
+            if !(watts >= Limits.minimumWatts && Limits.outletWatts.contains(watts)) {
+                return "watts: expected 0.1 to 100000"
             }
             return Self.holdProblem(hold, "for")
         case .idle(let watts, let hold):
-            if !Limits.outletWatts.contains(watts) { return "watts: expected 0 to 100000" }
+            if !(watts == 0 || (watts >= Limits.minimumWatts && Limits.outletWatts.contains(watts))) {
+                return "watts: expected 0, or 0.1 to 100000"
+            }
             return Self.holdProblem(hold, "for")
         case .groupLimit(let group):
             if !Limits.groupWatts.contains(group.watts) { return "watts: expected 1 to 100000000" }
@@ -148,7 +153,8 @@ public enum AutomationRule: Sendable, Equatable {
         }
     }
 
-    /// Watts without a needless `.0`.
+    /// Watts as they were given: the shortest decimal that reads back as the same value, without a needless `.0`
+    /// (the API's `watts` shows the same digits).
     public static func watts(_ value: Double) -> String {
         value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }

@@ -278,15 +278,15 @@ import Testing
                 (#"{"kind":"schedule","state":"off","at":"23:00","days":["mon\u0085"]}"#, 400, "days: must not"),
                 (#"{"kind":"timer\u0000","state":"off","in_seconds":60}"#, 400, "kind: must not contain control"),
                 (#"{"kind":"timer","state":"off","in_seconds":60,"x\u0007y":1}"#, 400, #"x\x07y: not a field"#),
-                (#"{"kind":"over-power","watts":0,"for_seconds":10}"#, 400, "watts: expected more than 0"),
-                (#"{"kind":"over-power","watts":-5,"for_seconds":10}"#, 400, "watts: expected more than 0"),
-                (#"{"kind":"over-power","watts":100001,"for_seconds":10}"#, 400, "watts: expected more than 0"),
+                (#"{"kind":"over-power","watts":0,"for_seconds":10}"#, 400, "watts: expected 0.1 to 100000"),
+                (#"{"kind":"over-power","watts":-5,"for_seconds":10}"#, 400, "watts: expected 0.1 to 100000"),
+                (#"{"kind":"over-power","watts":100001,"for_seconds":10}"#, 400, "watts: expected 0.1 to 100000"),
                 (#"{"kind":"over-power","watts":"2000","for_seconds":10}"#, 400, "watts: expected a number"),
                 (#"{"kind":"over-power","for_seconds":10}"#, 400, "watts: required"),
                 (#"{"kind":"over-power","watts":2000}"#, 400, "for_seconds: required"),
                 (#"{"kind":"over-power","watts":2000,"for_seconds":-1}"#, 400, "for_seconds: expected a whole number"),
                 (#"{"kind":"idle","watts":5,"for_seconds":604801}"#, 400, "for_seconds: expected a whole number"),
-                (#"{"kind":"idle","watts":-1,"for_seconds":60}"#, 400, "watts: expected 0 to 100000"),
+                (#"{"kind":"idle","watts":-1,"for_seconds":60}"#, 400, "watts: expected 0, or 0.1 to 100000"),
                 (
                     #"{"kind":"idle","watts":5,"for_seconds":60,"state":"off"}"#, 400,
                     "state: not a field of an automation of kind idle"
@@ -439,6 +439,83 @@ import Testing
             #expect(try await app.send("DELETE", "/api/v1/automations/\(ids[0])", token: ana).status == 204)
             #expect(
                 try await Self.add(app, ana, "kit-1", #"{"kind":"idle","watts":5,"for_seconds":60}"#).status == 201)
+        }
+    }
+
+    /// A rule's watts are shown as they were accepted, in its JSON and in its text alike, and a limit below a
+    /// tenth of a watt (other than an idle level of 0) is refused: 1e-300 W was accepted and shown as `"watts": 0`
+    /// beside a summary of "1e-300 W", and 1234.5678 W as 1234.568.
+    @Test func wattsAreShownAsAcceptedOrRefusedBelowATenthOfAWatt() async throws {
+        try await OwnerAppTests.withApp { app in
+            let ana = try await Self.owner(app, "ana", claims: "kit-1")
+            for body in [
+                #"{"kind":"over-power","watts":1e-300,"for_seconds":10}"#,
+                #"{"kind":"over-power","watts":0.09,"for_seconds":10}"#,
+                #"{"kind":"idle","watts":0.05,"for_seconds":60}"#, #"{"kind":"idle","watts":5e-324,"for_seconds":60}"#,
+            ] {
+                let refused = try await Self.add(app, ana, "kit-1", body)
+                #expect(refused.status == 400, "\(body): \(refused.status) \(refused.body)")
+                #expect(Self.message(refused).hasPrefix("watts: expected 0"), "\(body): \(refused.body)")
+            }
+            #expect(try app.sql("SELECT count(*) FROM automations") == "0")
+            for (kind, watts, shown) in [
+                ("over-power", "1234.5678", "1234.5678"), ("over-power", "0.1", "0.1"), ("idle", "0", "0"),
+                ("idle", "2.0005", "2.0005"), ("over-power", "99999.99999", "99999.99999"),
+                ("over-power", "2000.0", "2000"),
+            ] {
+                let added = try await Self.add(
+                    app, ana, "kit-1", #"{"kind":"\#(kind)","watts":\#(watts),"for_seconds":10}"#)
+                #expect(added.status == 201, "\(watts): \(added.body)")
+                #expect(added.body.contains(#""watts":\#(shown),"#), "\(watts): \(added.body)")
+                guard case .string(let summary)? = added.json?["summary"] else {
+                    Issue.record("no summary: \(added.body)")
+                    continue
+                }
+                #expect(summary.contains(" \(shown) W "), "\(watts): \(summary)")
+                let listed = try await Self.list(app, ana, "kit-1").first { $0["id"] == added.json?["id"] }
+                #expect(listed?["watts"]?.numberValue() == Double(watts), "\(watts): \(String(describing: listed))")
+            }
+        }
+    }
+
+    /// A release racing automation adds: in each of 30 rounds ana claims kit-1, then sends three adds and the
+    /// release at once. Whatever order they run in, no rule of hers stays live on the released outlet (an add that
+    /// comes after the release is a 404; one that came before goes with the release). The release's removal used to
+    /// read the rules as of its start, before an add it had waited for: such a rule stayed live, hidden from the
+    /// next owner, counted against their 20, and firing again if she claimed the outlet back.
+    @Test func aReleaseRacingAutomationAddsLeavesNoRuleOfTheOldOwner() async throws {
+        try await OwnerAppTests.withApp { app in
+            let ana = try await app.login("ana")
+            let anaID = try app.sql("SELECT id FROM app_users WHERE name = 'ana'")
+            var answers: [Int: Int] = [:]
+            for round in 1...30 {
+                let claimed = try await app.send(
+                    "POST", "/api/v1/outlets", token: ana, body: try app.claimBody("kit-1", "Fridge"))
+                #expect(claimed.status == 201, "round \(round): \(claimed.body)")
+                let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for index in 0..<3 {
+                        group.addTask {
+                            try await Self.add(
+                                app, ana, "kit-1",
+                                #"{"kind":"over-power","watts":\#(1_000 + 100 * index),"for_seconds":10}"#
+                            ).status
+                        }
+                    }
+                    group.addTask { try await app.send("DELETE", "/api/v1/outlets/kit-1", token: ana).status }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                for status in statuses { answers[status, default: 0] += 1 }
+                #expect(statuses.allSatisfy { [201, 204, 404].contains($0) }, "round \(round): \(statuses)")
+                #expect(try app.sql("SELECT count(*) FROM devices WHERE code = 'kit-1' AND owner_id IS NULL") == "1")
+                let live = try app.sql(
+                    """
+                    SELECT count(*) FROM automations a JOIN devices d ON d.id = a.device_id
+                    WHERE d.code = 'kit-1' AND a.app_user_id = \(anaID) AND a.removed_at IS NULL
+                    """)
+                #expect(live == "0", "round \(round): \(statuses), \(live) of her rules live on the released outlet")
+            }
+            // Every add either went with the release (201) or came after it (404).
+            #expect(answers[204] == 30 && (answers[201] ?? 0) + (answers[404] ?? 0) == 90, "\(answers)")
         }
     }
 }

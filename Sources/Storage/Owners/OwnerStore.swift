@@ -285,20 +285,28 @@ public struct OwnerStore {
     /// Releases `userID`'s outlet `code` (it keeps its data and can be claimed again); false when not theirs. The
     /// automations they made on it are removed with it (their history stays): the next owner's outlet does not
     /// act on the last owner's rules.
+    ///
+    /// An automation is added under a lock on the outlet's row, after checking who owns it
+    /// (``AutomationStore/add(_:code:by:)``). The release takes that lock first, and removes the rules in a statement
+    /// of its own, whose snapshot is taken once the lock is held: it sees every rule added before it, and an add
+    /// waiting for the lock finds the outlet no longer theirs. (In one statement, the removal read the rules as of
+    /// the statement's start: a rule committed while the release waited for the lock stayed live on the outlet.)
     public func release(userID: Int64, code: String) throws -> Bool {
-        let released = try connection.execute(
-            """
-            WITH released AS (
+        try connection.transaction {
+            let released = try connection.execute(
+                """
                 UPDATE devices SET owner_id = NULL, claimed_at = NULL, updated_at = now()
                 WHERE code = $2 AND owner_id = $1
                 RETURNING id
-            ), removed AS (
+                """, [userID, code])
+            guard released.rowCount == 1, let deviceID = try released.int64(row: 0, column: 0) else { return false }
+            try connection.execute(
+                """
                 UPDATE automations SET removed_at = clock_timestamp(), enabled = false, next_due_at = NULL
-                WHERE device_id IN (SELECT id FROM released) AND app_user_id = $1 AND removed_at IS NULL
-            )
-            SELECT count(*) FROM released
-            """, [userID, code])
-        return try released.int(row: 0, column: 0) == 1
+                WHERE device_id = $1 AND app_user_id = $2 AND removed_at IS NULL
+                """, [deviceID, userID])
+            return true
+        }
     }
 
     // MARK: Switching, through the one command lifecycle
