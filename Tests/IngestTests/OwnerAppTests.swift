@@ -168,6 +168,10 @@ import Yams
         }
     }
 
+    /// Twelve wrong passwords at once for one name from one address: what the limits promise, whatever the order
+    /// the twelve run in. At most 5 are checked (each a 401, each a failure counted); every other one is refused
+    /// unchecked: 429 past the limit, or 503 when the password threads and their queue are full at that instant
+    /// (which of the two depends on the machine's pace, so neither count is asserted).
     @Test func concurrentFailedLoginsCannotGetPastTheLimit() async throws {
         try await Self.withApp { app in
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -181,8 +185,13 @@ import Yams
             }
             #expect(statuses.count == 12)
             #expect(statuses.filter { $0 == 401 }.count <= 5, "\(statuses)")
-            #expect(statuses.filter { $0 == 429 }.count >= 7, "\(statuses)")
+            #expect(statuses.allSatisfy { [401, 429, 503].contains($0) }, "\(statuses)")
             #expect(try Int(app.sql("SELECT count(*) FROM app_login_failures WHERE user_name = 'ana'")) ?? 99 <= 5)
+            // The limit holds after the burst: the next attempt, alone, is refused unchecked.
+            let next = try await app.send("POST", "/api/v1/login", body: #"{"username":"ana","password":"guess"}"#)
+            if statuses.filter({ $0 == 401 }).count == 5 {
+                #expect(next.status == 429, "\(statuses), then \(next.status)")
+            }
         }
     }
 
