@@ -1,5 +1,6 @@
 import Config
 import CoreMetrics
+import Glibc
 import Hummingbird
 import Logging
 import NIOCore
@@ -39,6 +40,7 @@ public struct OwnerAppServer: Service {
             maxConnections: configuration.app.maxConnections,
             headerTimeoutSeconds: configuration.app.headerTimeoutSeconds, metrics: AppMetrics(factory: metricsFactory))
         let idleTimeout = TimeAmount.nanoseconds(Int64(configuration.app.idleTimeoutSeconds * 1e9))
+        Self.checkDescriptors(maxConnections: configuration.app.maxConnections, logger: logger)
         application = Application(
             router: router,
             server: .http1(
@@ -47,6 +49,20 @@ public struct OwnerAppServer: Service {
             configuration: .init(address: .hostname(host, port: port), serverName: "outletd-app"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger)
+    }
+
+    /// Warns when `app.max_connections` does not fit the process's descriptor limit (less 64 for MQTT, PostgreSQL,
+    /// the spool and the metrics listener): past it, a connection would fail to be accepted instead of being
+    /// answered 503.
+    static func checkDescriptors(maxConnections: Int, logger: Logger) {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let room = Int(clamping: limit.rlim_cur) - 64
+        guard maxConnections > room else { return }
+        let message =
+            "app.max_connections (\(maxConnections)) does not fit the descriptor limit (\(limit.rlim_cur), ulimit -n or "
+            + "LimitNOFILE): connections past about \(max(0, room)) will fail instead of being answered 503"
+        logger.warning("\(message)")
     }
 
     /// Every route of the app, the API and the page, behind the middleware every answer passes.

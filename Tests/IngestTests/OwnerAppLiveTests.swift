@@ -276,6 +276,29 @@ import Testing
         }
     }
 
+    /// A client that closes its stream frees its place at once, not at the next write: with nothing changing (the
+    /// next event would be the 15-s repeat), the owner's third stream is admitted within 5 s of the first's close.
+    @Test func aClientThatLeavesFreesItsPlaceWithoutAWrite() async throws {
+        try await OwnerAppTests.withApp(configure: Self.configure) { app in
+            let ana = try await app.login("ana")
+            let first = try await LiveStreamClient.open(port: app.port, token: ana)
+            let second = try await LiveStreamClient.open(port: app.port, token: ana)
+            defer { second.close() }
+            _ = try await first.next()
+            first.close()
+            let closed = ContinuousClock.now
+            var again: LiveStreamClient?
+            while again == nil, ContinuousClock.now - closed < .seconds(5) {
+                let attempt = try await LiveStreamClient.open(port: app.port, token: ana)
+                if attempt.status == 200 { again = attempt } else { attempt.close() }
+                if again == nil { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            defer { again?.close() }
+            print("a stream's place after its client closed: free \((ContinuousClock.now - closed).seconds) s later")
+            #expect(again != nil, "the place was still taken 5 s after the client closed")
+        }
+    }
+
     /// The graceful shutdown ends open streams (`event: end`, the server is stopping) instead of waiting on them.
     @Test func shutdownEndsOpenStreams() async throws {
         let stream = try await OwnerAppTests.withApp(configure: Self.configure) { app in
