@@ -2,12 +2,12 @@ import Foundation
 import Hummingbird
 import Runtime
 
-/// What one owner may hold of the app's database at once (docs/SECURITY.md, "One owner's share"): the app has a few
-/// database threads (``OwnerDatabase``) that serve every owner's queries in turn, so without a bound one owner's
-/// requests, sent from many loops at once, would wait in front of everyone else's. Each owner has at most
-/// ``Limits/requests`` requests in the app at once, and at most ``Limits/pricedPeriods`` of them price a period of
-/// their own (`GET /api/v1/outlets/{code}?from=…&to=…`, up to a year of rollups); one more is answered 429 with
-/// `Retry-After` at once, before it reaches the database.
+/// What one owner may hold of the app's database at once (docs/SECURITY.md, "One owner cannot take the app's
+/// database"): the app has a few database threads (``OwnerDatabase``) that serve every owner's queries in turn, so
+/// without a bound one owner's requests, sent from many loops at once, would wait in front of everyone else's. Each
+/// owner has at most ``Limits/requests`` requests in the app at once, and at most ``Limits/pricedPeriods`` of them
+/// price a period of their own (`GET /api/v1/outlets/{code}?from=…&to=…`, up to a year of rollups); one more is
+/// answered 429 with `Retry-After` at once, before it reaches the database.
 ///
 /// A request is counted under its owner when its bearer token is known here (from its login on this instance, or
 /// from an earlier request that looked its session up), else under the token itself until then. Tokens are kept
