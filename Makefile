@@ -13,6 +13,7 @@ run: deps build-info
 ## PostgreSQL failover test (about 2 minutes on an idle machine).
 test: deps lint build-info
 	$(SWIFT) build --build-tests
+	scripts/ha-venv
 	SWIFT=$(SWIFT) scripts/unit-tests
 	scripts/browser-test
 	scripts/check-systemd

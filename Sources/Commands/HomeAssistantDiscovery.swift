@@ -8,8 +8,10 @@ import Telemetry
 /// `<discovery prefix>/<component>/outletd/<object id>/config`:
 /// - a switch whose command topic is outletd's own `<prefix>/<code>/set` for every protocol (so a switch from
 ///   Home Assistant is a command with outletd's lifecycle: queued, sent in the outlet's own protocol, confirmed
-///   or timed out, audited);
-/// - sensors for power (W), voltage (V), current (A) and energy (Wh, the outlet's counter).
+///   or timed out, audited), whose payloads name Home Assistant as the requester (``commandPayload(_:)``);
+/// - sensors for power (W), voltage (V), current (A) and energy (Wh, the outlet's counter), each expiring after
+///   three report intervals without a message (``ReportIntervals``); a native outlet's buffered readings (an
+///   array) show the newest (``nativeReading``).
 /// State, sensors and availability are read where the outlet's firmware publishes them (docs/PROTOCOLS.md):
 ///
 /// | protocol | state | sensors | availability |

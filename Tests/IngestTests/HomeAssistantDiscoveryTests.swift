@@ -1,5 +1,6 @@
 import Foundation
 import MQTT
+import Observability
 import Postgres
 import TestSupport
 import Testing
@@ -93,6 +94,16 @@ import Testing
             #expect(kitchen[0] == "\(haPrefix)/switch/outletd/kitchen-1/config")
 
             let commandTopic = try Self.checkConfigs(watcher, kitchen, prefix: prefix)
+
+            // Renamed as the owners' app and the demo rename (an UPDATE of the name): announced again at once,
+            // not at the next full load (registry.refresh_interval_seconds, 300 s here).
+            _ = try Harness.scalar(url, "UPDATE devices SET name = 'Pantry fridge' WHERE code = 'kitchen-1'")
+            try await Harness.waitUntil(timeout: 5, "the new name in kitchen-1's configs") {
+                try kitchen.allSatisfy {
+                    (try Self.object(watcher.payload($0))["device"] as? [String: Any])?["name"] as? String
+                        == "Pantry fridge"
+                }
+            }
             // A disabled outlet is not announced.
             #expect(hall.allSatisfy { watcher.payload($0)?.isEmpty ?? true })
 
@@ -107,17 +118,25 @@ import Testing
                 watcher, tasmota: tasmota, shelly: shelly, prefix: prefix, tasmotaTopic: tasmotaTopic,
                 shellyID: shellyID)
 
-            // Home Assistant's switch publishes to the command topic: a command with outletd's lifecycle.
+            // Home Assistant's switch publishes its `payload_on` to the command topic: a command with outletd's
+            // lifecycle whose row says Home Assistant asked.
             let results = try Watcher(url: configuration.mqtt.url, filter: "\(prefix)/kitchen-1/set/result")
             defer { results.client.stop() }
             let publisher = try Harness.publisher()
             defer { publisher.stop() }
-            try await publisher.publishAcknowledged(
-                commandTopic, payload: Array("on".utf8))
+            let payloadOn = try #require(try Self.object(watcher.payload(kitchen[0]))["payload_on"] as? String)
+            try await publisher.publishAcknowledged(commandTopic, payload: Array(payloadOn.utf8))
             try await Harness.waitUntil(timeout: 10, "a result of the switch request") {
                 results.payload("\(prefix)/kitchen-1/set/result") != nil
             }
             try Self.checkResult(results.payload("\(prefix)/kitchen-1/set/result"))
+            #expect(
+                try Harness.scalar(
+                    url,
+                    """
+                    SELECT c.source || ' ' || coalesce(c.requested_by, '-') || ' ' || c.requested FROM commands c
+                    JOIN devices d ON d.id = c.device_id WHERE d.code = 'kitchen-1'
+                    """) == "mqtt home-assistant on")
 
             // The same `set` switches the Tasmota outlet: outletd sends Tasmota's own command.
             let tasmotaCommands = try Watcher(url: configuration.mqtt.url, filter: "cmnd/\(tasmotaTopic)/+")
@@ -160,6 +179,104 @@ import Testing
         }
     }
 
+    /// Home Assistant shows what outletd stores. The configs outletd publishes on a real broker, their templates
+    /// rendered by Home Assistant's template engine (scripts/ha-render-templates) over the last message each
+    /// sensor's topic carried, equal the newest reading outletd stored of each outlet (native: one reading, then
+    /// buffered readings in an array; Tasmota; Shelly Gen1 and Gen2), and Home Assistant logs no warning.
+    @Test(.enabled(if: jinjaAvailable)) func homeAssistantShowsTheStoredReadings() async throws {
+        let url = try Harness.migratedDatabase()
+        var configuration = try Harness.configuration(databaseURL: url)
+        let haPrefix = "\(TestStack.uniqueName("ha"))/homeassistant"
+        configuration.homeAssistant.discovery = true
+        configuration.homeAssistant.prefix = haPrefix
+        let prefix = configuration.mqtt.topicPrefix
+        let tasmotaTopic = TestStack.uniqueName("taz")
+        let gen1ID = TestStack.uniqueName("shellyplug-s-")
+        let gen2Prefix = TestStack.uniqueName("shellyplusplugs-")
+        try Self.store(url) {
+            _ = try $0.add(.init(code: "nat-1", name: "Desk"))
+            _ = try $0.add(.init(code: "taz-1", outletProtocol: .tasmota, protocolTopic: tasmotaTopic, channel: 1))
+            _ = try $0.add(.init(code: "gen1-1", outletProtocol: .shellyGen1, protocolTopic: gen1ID, channel: 0))
+            _ = try $0.add(.init(code: "gen2-1", outletProtocol: .shellyGen2, protocolTopic: gen2Prefix, channel: 0))
+        }
+        let codes = ["nat-1", "taz-1", "gen1-1", "gen2-1"]
+        let discovery = HomeAssistantDiscovery(discoveryPrefix: haPrefix, topicPrefix: prefix, version: "x")
+        // What the outlets send, in order: a native reading, then three it buffered while offline (an array).
+        let messages: [(topic: String, payload: String)] = [
+            ("\(prefix)/nat-1/telemetry", #"{"voltage":229.5,"current":0.3,"energy_wh":1000}"#),
+            (
+                "\(prefix)/nat-1/telemetry",
+                #"[{"voltage":230,"current":0.5,"power":100,"energy_wh":1500},{"voltage":231,"current":0.45},"#
+                    + #"{"voltage":"231.5","current":0.4,"power":"92.4","energy_wh":1510.5}]"#
+            ),
+            (
+                "tele/\(tasmotaTopic)/SENSOR",
+                #"{"Time":"2026-11-25T10:00:00","ENERGY":{"Total":1.234,"Power":20,"Voltage":230,"Current":0.1}}"#
+            ),
+            ("shellies/\(gen1ID)/relay/0/energy", "600"),
+            ("shellies/\(gen1ID)/relay/0/power", "20.58"),
+            (
+                "\(gen2Prefix)/status/switch:0",
+                #"{"id":0,"source":"init","output":true,"apower":8.9,"voltage":237.5,"current":0.068,"#
+                    + #""aenergy":{"total":6.532,"by_minute":[45.3,48.2,50.1],"minute_ts":1654511700}}"#
+            ),
+        ]
+        try await Harness.withService(configuration) { _ in
+            let watcher = try Watcher(url: configuration.mqtt.url, filter: "\(haPrefix)/#")
+            defer { watcher.client.stop() }
+            let topics = try codes.map { discovery.topics(code: try #require(DeviceCode($0))) }
+            try await Harness.waitUntil(timeout: 10, "the configs of the four outlets") {
+                topics.allSatisfy { outlet in [0, 1, 4].allSatisfy { watcher.payload(outlet[$0])?.isEmpty == false } }
+            }
+            let publisher = try Harness.publisher()
+            defer { publisher.stop() }
+            for message in messages {
+                try await publisher.publishAcknowledged(message.topic, payload: Array(message.payload.utf8))
+            }
+            try await Harness.waitUntil(timeout: 10, "the readings stored (native 4, the others 1 each)") {
+                try Harness.scalar(
+                    url,
+                    """
+                    SELECT string_agg(d.code || ':' || (SELECT count(*) FROM samples s WHERE s.device_id = d.id), ','
+                        ORDER BY d.code) FROM devices d
+                    """) == "gen1-1:1,gen2-1:1,nat-1:4,taz-1:1"
+            }
+            // Each sensor's template over the last message on its topic, against the newest stored reading.
+            var items: [(template: String, payload: String)] = []
+            var expected: [(what: String, stored: Double?)] = []
+            for (code, outletTopics) in zip(codes, topics) {
+                let columns = try Harness.scalar(
+                    url,
+                    """
+                    SELECT concat_ws('|', coalesce(power_watts::text, '-'), coalesce(voltage_volts::text, '-'),
+                        coalesce(current_amperes::text, '-'), coalesce(energy_wh::text, '-'))
+                    FROM samples s JOIN devices d ON d.id = s.device_id WHERE d.code = '\(code)'
+                    ORDER BY measured_at DESC LIMIT 1
+                    """
+                ).split(separator: "|").map { Double($0) }
+                for (index, topic) in outletTopics.enumerated().dropFirst() {
+                    guard let payload = watcher.payload(topic), !payload.isEmpty else { continue }
+                    let config = try Self.object(payload)
+                    let template = try #require(config["value_template"] as? String)
+                    let stateTopic = try #require(config["state_topic"] as? String)
+                    guard let message = messages.last(where: { $0.topic == stateTopic }) else { continue }
+                    #expect(config["expire_after"] as? Int ?? 0 >= 90, "\(topic)")
+                    items.append((template, message.payload))
+                    expected.append(("\(code) \(config["name"] as? String ?? "?")", columns[index - 1]))
+                }
+            }
+            #expect(items.count == 14, "4 sensors of native, Tasmota and Gen2, 2 of Gen1")
+            let rendered = try Self.renderAsHomeAssistant(items)
+            for ((what, stored), result) in zip(expected, rendered) {
+                #expect(result.warnings.isEmpty, "\(what): \(result.warnings)")
+                let shown = try #require(result.value.flatMap { Double($0) }, "\(what) shows \(result.value ?? "nil")")
+                // A Gen1 plug's energy is not stored with its power reading: Home Assistant shows the counter.
+                let want = stored ?? (what == "gen1-1 Energy" ? 10 : .nan)
+                #expect(abs(shown - want) <= 1e-9 * max(1, abs(want)), "\(what): shown \(shown), stored \(want)")
+            }
+        }
+    }
+
     /// Checks kitchen-1's switch and sensor configs; returns the switch's command topic.
     static func checkConfigs(_ watcher: Watcher, _ kitchen: [String], prefix: String) throws -> String {
         let switchConfig = try object(watcher.payload(kitchen[0]))
@@ -169,6 +286,7 @@ import Testing
         #expect(switchConfig["unique_id"] as? String == "outletd_kitchen-1_switch")
         let device = try #require(switchConfig["device"] as? [String: Any])
         #expect(device["name"] as? String == "Kitchen fridge")
+        #expect(device["sw_version"] as? String == BuildInfo.current.version, "outletd's version")
         #expect(device["identifiers"] as? [String] == ["outletd_kitchen-1"])
 
         var units: [String: String] = [:]
@@ -253,6 +371,14 @@ import Testing
         /// State topic and template per sensor key; a key left out is not published (empty retained config).
         var sensors: [String: (topic: String, template: String)]
         var model: String
+        /// The sensors' `expire_after`: three of the protocol's default report intervals.
+        var expireAfterSeconds: Int {
+            switch outlet.outletProtocol {
+            case .tasmota: 900
+            case .shellyGen1: 90
+            default: 180
+            }
+        }
         var testDescription: String { "\(outlet.outletProtocol.rawValue) channel \(outlet.channel)" }
     }
 
@@ -276,11 +402,14 @@ import Testing
             sensors: [
                 "power": (
                     "outlets/plug_7/telemetry",
-                    "{{ value_json.power if value_json.power is defined else (value_json.voltage * value_json.current) }}"
+                    HomeAssistantDiscovery.nativeReading
+                        + "{% set p = r.get('power') | float(none) %}{% set v = r.get('voltage') | float(none) %}"
+                        + "{% set c = r.get('current') | float(none) %}{{ p if p is not none else "
+                        + "('' if v is none or c is none else v * c) }}"
                 ),
-                "voltage": ("outlets/plug_7/telemetry", "{{ value_json.voltage }}"),
-                "current": ("outlets/plug_7/telemetry", "{{ value_json.current }}"),
-                "energy": ("outlets/plug_7/telemetry", "{{ value_json.energy_wh }}"),
+                "voltage": ("outlets/plug_7/telemetry", HomeAssistantDiscovery.nativeTemplate("voltage")),
+                "current": ("outlets/plug_7/telemetry", HomeAssistantDiscovery.nativeTemplate("current")),
+                "energy": ("outlets/plug_7/telemetry", HomeAssistantDiscovery.nativeTemplate("energy_wh")),
             ], model: "smart outlet (outletd native protocol)"),
         // One relay: `POWER`, every scalar is this relay's.
         ProtocolCase(
@@ -357,14 +486,18 @@ import Testing
         #expect(messages.allSatisfy { discovery.code(ofTopic: $0.topic) == code })
         let switchConfig = try Self.object(String(decoding: messages[0].payload, as: UTF8.self))
         #expect(switchConfig["command_topic"] as? String == "outlets/plug_7/set")
-        #expect(switchConfig["payload_on"] as? String == "on")
-        #expect(switchConfig["payload_off"] as? String == "off")
+        // Home Assistant's switch names itself in the command it sends (the command row's requested_by).
+        #expect(switchConfig["payload_on"] as? String == #"{"requested_by":"home-assistant","state":"on"}"#)
+        #expect(switchConfig["payload_off"] as? String == #"{"requested_by":"home-assistant","state":"off"}"#)
+        #expect(switchConfig["device_class"] as? String == "outlet")
+        #expect(switchConfig["expire_after"] == nil, "a switch has no expiry; its availability says it")
         #expect(switchConfig["state_topic"] as? String == expected.state.topic)
         #expect(switchConfig["state_on"] as? String == expected.state.on)
         #expect(switchConfig["state_off"] as? String == expected.state.off)
         #expect(switchConfig["value_template"] as? String == expected.state.template)
         let device = try #require(switchConfig["device"] as? [String: Any])
         #expect(device["model"] as? String == expected.model)
+        #expect(device["sw_version"] as? String == "1.0", "outletd's version")
         #expect(device["name"] as? String == (expected.outlet.name.isEmpty ? "plug_7" : expected.outlet.name))
         for (message, key) in zip(messages.dropFirst(), ["power", "voltage", "current", "energy"]) {
             guard let sensor = expected.sensors[key] else {
@@ -378,6 +511,8 @@ import Testing
                 config["unit_of_measurement"] as? String
                     == ["power": "W", "voltage": "V", "current": "A", "energy": "Wh"][key])
             #expect(config["unique_id"] as? String == "outletd_plug_7_\(key)")
+            // Three report intervals of the protocol without a message: unavailable.
+            #expect(config["expire_after"] as? Int == expected.expireAfterSeconds, "\(key)")
         }
         for config in try messages.filter({ !$0.payload.isEmpty }).map({
             try Self.object(String(decoding: $0.payload, as: UTF8.self))
@@ -415,31 +550,34 @@ import Testing
     static let jinjaAvailable: Bool = {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import jinja2"]
+        process.arguments = [python, "-c", "import jinja2"]
         process.standardError = FileHandle.nullDevice
         guard (try? process.run()) != nil else { return false }
         process.waitUntilExit()
         return process.terminationStatus == 0
     }()
 
-    /// Renders each template over its MQTT payload (`value`, and `value_json` when it is JSON) with jinja2.
-    static func render(_ items: [(template: String, payload: String)]) throws -> [String] {
-        let script = """
-            import jinja2, json, sys
-            env = jinja2.Environment()
-            out = []
-            for item in json.load(sys.stdin):
-                variables = {"value": item["payload"]}
-                try:
-                    variables["value_json"] = json.loads(item["payload"])
-                except ValueError:
-                    pass  # like Home Assistant: value_json is undefined
-                out.append(env.from_string(item["template"]).render(**variables))
-            json.dump(out, sys.stdout)
-            """
+    /// The Python that renders: `OUTLETD_HA_PYTHON` (one with another Home Assistant release, or `python3` for
+    /// jinja2 alone), else .build/ha-venv's, with Home Assistant installed (scripts/ha-venv), else python3.
+    static let python: String = {
+        if let chosen = ProcessInfo.processInfo.environment["OUTLETD_HA_PYTHON"], !chosen.isEmpty { return chosen }
+        let venv = "\(TestStack.packageRoot)/.build/ha-venv/bin/python3"
+        return FileManager.default.isExecutableFile(atPath: venv) ? venv : "python3"
+    }()
+
+    /// One rendered template and what Home Assistant logged meanwhile (warnings, errors).
+    struct Rendered: Equatable {
+        var value: String?
+        var warnings: [String]
+    }
+
+    /// Renders each template over its MQTT payload as Home Assistant does (`value`, and `value_json` when it is
+    /// JSON): scripts/ha-render-templates, with Home Assistant's own template engine when .build/ha-venv has it,
+    /// else jinja2 under its rules.
+    static func renderAsHomeAssistant(_ items: [(template: String, payload: String)]) throws -> [Rendered] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script]
+        process.arguments = [python, "\(TestStack.packageRoot)/scripts/ha-render-templates"]
         let input = Pipe()
         let output = Pipe()
         process.standardInput = input
@@ -451,7 +589,19 @@ import Testing
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String])
+        let answer = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let results = try #require(answer["results"] as? [[String: Any]])
+        print("rendered \(results.count) templates with \(answer["renderer"] as? String ?? "?")")
+        return results.map { Rendered(value: $0["rendered"] as? String, warnings: $0["warnings"] as? [String] ?? []) }
+    }
+
+    /// The rendered values, each expected to render without a warning.
+    static func render(_ items: [(template: String, payload: String)]) throws -> [String] {
+        let rendered = try renderAsHomeAssistant(items)
+        for (item, result) in zip(items, rendered) {
+            #expect(result.warnings.isEmpty, "\(item.payload) → \(result.warnings)")
+        }
+        return rendered.map { $0.value ?? "<error>" }
     }
 
     /// The Tasmota templates, rendered by jinja2, give what outletd's own decoder stores for each relay of a
@@ -493,7 +643,13 @@ import Testing
         }
     }
 
-    /// The Shelly and native templates, rendered by jinja2 over each firmware's payloads.
+    /// A native outlet's buffered readings: an array, oldest first.
+    static let buffered =
+        #"[{"voltage":230,"current":0.5,"power":100,"energy_wh":1500,"seq":1},"#
+        + #"{"voltage":"231","current":0.4,"power":"92.4","energy_wh":1510,"seq":2}]"#
+
+    /// The Shelly and native templates, rendered by Home Assistant's rules over each firmware's payloads, with no
+    /// warning in its log; a native outlet's buffered readings (an array) show the newest.
     @Test(.enabled(if: jinjaAvailable)) func shellyAndNativeTemplatesRender() throws {
         let discovery = HomeAssistantDiscovery(discoveryPrefix: "homeassistant", topicPrefix: "outlets", version: "1")
         let code = try #require(DeviceCode("s"))
@@ -516,7 +672,15 @@ import Testing
             (gen2[2], status, "237.5"), (gen2[3], status, "0.068"), (gen2[4], status, "6.532"),
             (native[0], "on", "on"), (native[0], #"{"state":"off"}"#, "off"),
             (native[1], #"{"voltage":230,"current":0.5}"#, "115.0"), (native[1], #"{"power":12.5}"#, "12.5"),
-            (native[4], #"{"power":1,"energy_wh":42}"#, "42"),
+            (native[1], #"{"voltage":230,"current":0.5,"power":null}"#, "115.0"),
+            (native[4], #"{"power":1,"energy_wh":42}"#, "42.0"), (native[2], #"{"voltage":" 227.1"}"#, "227.1"),
+            // Buffered readings, oldest first: Home Assistant shows the newest.
+            (native[1], Self.buffered, "92.4"), (native[2], Self.buffered, "231.0"), (native[3], Self.buffered, "0.4"),
+            (native[4], Self.buffered, "1510.0"),
+            // What a sensor cannot show renders nothing, which Home Assistant ignores (the state stays).
+            (native[4], #"[{"voltage":230,"current":1,"energy_wh":10},{"voltage":230,"current":1}]"#, ""),
+            (native[1], #"{"voltage":230}"#, ""), (native[2], "[]", ""), (native[2], "[1,2]", ""),
+            (native[2], "not json", ""), (native[2], #""text""#, ""), (native[2], #"{"voltage":"high"}"#, ""),
         ]
         let rendered = try Self.render(cases.map { (try #require($0.0), $0.1) })
         #expect(rendered == cases.map(\.2))
