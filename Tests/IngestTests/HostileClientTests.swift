@@ -283,12 +283,19 @@ import Testing
     }
 
     /// A stranger floods failed logins from many addresses (behind a trusted proxy, as a botnet would look) so
-    /// that bcrypt never rests, while an owner's page polls its outlets: the owner's p99 stays within 50 ms, and
-    /// logins past what the password threads hold are answered at once.
+    /// that bcrypt never rests, while an owner's page polls its outlets: the owner's requests never wait for a
+    /// password check (their median stays under the time of one check on this machine, their p99 under the five a
+    /// full password queue holds), and logins past what the password threads hold are answered at once. Bounds in
+    /// password checks, not milliseconds: a slower or busier machine slows both alike.
     @Test func aFloodOfFailedLoginsDoesNotSlowOwnersDown() async throws {
         try await Self.withDaemon(environment: ["OUTLETD_APP_TRUSTED_PROXIES": "127.0.0.1"]) { daemon in
             let ana = try await daemon.token("ana", headers: ["X-Forwarded-For: 192.0.2.1"])
             _ = try await daemon.send("GET", "/api/v1/outlets", token: ana)
+            // One password check (bcrypt at the app's cost) on this machine, now.
+            let hash = try Harness.scalar(daemon.url, "SELECT password_hash FROM app_users WHERE name = 'ana'")
+            let checkStarted = ContinuousClock.now
+            _ = PasswordHasher.verify("guess", hash: hash)
+            let checkMilliseconds = (ContinuousClock.now - checkStarted).seconds * 1_000
             let stop = Locked(false)
             let flood = Task {
                 try await withThrowingTaskGroup(of: [Int].self) { group in
@@ -329,8 +336,11 @@ import Testing
             let p99 = latencies[Int(Double(latencies.count) * 0.99) - 1]
             print(
                 "owner's GET /api/v1/outlets during the flood: p50 \(p50) ms, p99 \(p99) ms; stranger: "
-                    + "\(strangers.count) logins, \(strangers.filter { $0 == 503 }.count) answered 503 at once")
-            #expect(p99 < 50, "p50 \(p50) ms, p99 \(p99) ms")
+                    + "\(strangers.count) logins, \(strangers.filter { $0 == 503 }.count) answered 503 at once; "
+                    + "one password check: \(checkMilliseconds) ms")
+            #expect(
+                p50 < checkMilliseconds && p99 < 5 * checkMilliseconds,
+                "p50 \(p50) ms, p99 \(p99) ms, one password check \(checkMilliseconds) ms")
             #expect(strangers.allSatisfy { [401, 429, 503].contains($0) }, "\(Set(strangers))")
             let busy = strangers.filter { $0 == 503 }.count
             #expect(busy > 0, "the password threads never filled: \(strangers.count) logins")
