@@ -266,6 +266,15 @@ import Testing
                 }
             }
             #expect(items.count == 14, "4 sensors of native, Tasmota and Gen2, 2 of Gen1")
+            // Home Assistant takes every config (device_class outlet, expire_after, the device's sw_version).
+            let configs = try topics.joined().compactMap { topic -> (component: String, config: [String: Any])? in
+                guard let payload = watcher.payload(topic), !payload.isEmpty else { return nil }
+                return (topic.contains("/switch/") ? "switch" : "sensor", try Self.object(payload))
+            }
+            #expect(configs.count == 18)
+            for (config, errors) in zip(configs, try Self.schemaErrors(configs)) {
+                #expect(errors.isEmpty, "\(config.config["unique_id"] ?? "?"): \(errors)")
+            }
             let rendered = try Self.renderAsHomeAssistant(items)
             for ((what, stored), result) in zip(expected, rendered) {
                 #expect(result.warnings.isEmpty, "\(what): \(result.warnings)")
@@ -575,15 +584,27 @@ import Testing
     /// JSON): scripts/ha-render-templates, with Home Assistant's own template engine when .build/ha-venv has it,
     /// else jinja2 under its rules.
     static func renderAsHomeAssistant(_ items: [(template: String, payload: String)]) throws -> [Rendered] {
+        let results = try runRenderer(items.map { ["template": $0.template, "payload": $0.payload] })
+        return results.map { Rendered(value: $0["rendered"] as? String, warnings: $0["warnings"] as? [String] ?? []) }
+    }
+
+    /// What Home Assistant's MQTT discovery schema says of each config (`component`: switch or sensor): the
+    /// reasons it would refuse it, none when it takes it (or when Home Assistant is not installed).
+    static func schemaErrors(_ configs: [(component: String, config: [String: Any])]) throws -> [[String]] {
+        try runRenderer(configs.map { ["component": $0.component, "config": $0.config] }, arguments: ["--configs"])
+            .map { $0["errors"] as? [String] ?? ["no answer"] }
+    }
+
+    /// Runs scripts/ha-render-templates over `request`; returns its results.
+    static func runRenderer(_ request: [[String: Any]], arguments: [String] = []) throws -> [[String: Any]] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [python, "\(TestStack.packageRoot)/scripts/ha-render-templates"]
+        process.arguments = [python, "\(TestStack.packageRoot)/scripts/ha-render-templates"] + arguments
         let input = Pipe()
         let output = Pipe()
         process.standardInput = input
         process.standardOutput = output
         try process.run()
-        let request = items.map { ["template": $0.template, "payload": $0.payload] }
         input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: request))
         try input.fileHandleForWriting.close()
         let data = output.fileHandleForReading.readDataToEndOfFile()
@@ -591,8 +612,8 @@ import Testing
         #expect(process.terminationStatus == 0)
         let answer = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let results = try #require(answer["results"] as? [[String: Any]])
-        print("rendered \(results.count) templates with \(answer["renderer"] as? String ?? "?")")
-        return results.map { Rendered(value: $0["rendered"] as? String, warnings: $0["warnings"] as? [String] ?? []) }
+        print("\(arguments) \(results.count) items with \(answer["renderer"] as? String ?? "no Home Assistant")")
+        return results
     }
 
     /// The rendered values, each expected to render without a warning.
