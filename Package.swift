@@ -174,6 +174,7 @@ let package = Package(
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"]),
+        .testTarget(name: "CompactionTests", dependencies: ["Compaction"]),
         .testTarget(name: "MQTTTests", dependencies: ["CSocketBuffers", "MQTT", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(

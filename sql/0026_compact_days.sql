@@ -62,6 +62,9 @@ CREATE TABLE samples_compact (
     PRIMARY KEY (device_id, day)
 );
 
+-- The newest compacted day: the writer's careful way looks for compacted twins only before it.
+CREATE INDEX samples_compact_day ON samples_compact (day);
+
 COMMENT ON TABLE samples_compact IS
     'Settled days of readings, one row per outlet and UTC day, each column packed; read them through samples.';
 
@@ -277,19 +280,47 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
           AND p_measured_at BETWEEN c.first_at AND c.last_at AND r.measured_at = p_measured_at)
 $$;
 
--- On the partition of a compacted day: a reading already in the compact form is refused as the primary key refuses
--- one already in row form (unique_violation), so the writer takes the careful way, which skips it
--- (sql/write/move_samples.sql). A new late reading is stored in row form, for the next compaction to fold in.
--- Row-form days have no such trigger: the hot path pays nothing.
+-- On the partition of a compacted day: a reading of an outlet-day already compacted is refused as the primary key
+-- refuses one already in row form (unique_violation), unless the transaction says it has checked its readings
+-- against the compact form (outletd_compaction_checked). The check here is one index probe, not a decode: the
+-- writer then takes the careful way (sql/write/move_samples.sql), which decodes each outlet-day its batch touches
+-- once, skips the readings already there and stores the new ones in row form, for the next compaction to fold
+-- in. Row-form days have no such trigger: the hot path pays nothing.
 CREATE FUNCTION outletd_compacted_guard() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('outletd.compaction_checked', true) IS DISTINCT FROM 'on'
+       AND EXISTS (SELECT 1 FROM samples_compact
+                   WHERE device_id = NEW.device_id AND day = (NEW.measured_at AT TIME ZONE 'UTC')::date) THEN
+        RAISE unique_violation USING
+            MESSAGE = format('outlet %s has a compacted day at %s: its readings go the careful way',
+                             NEW.device_id, NEW.measured_at),
+            CONSTRAINT = 'samples_compact_pkey';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+-- Says, for the rest of the transaction, that the readings it stores were checked against the compact form.
+CREATE FUNCTION outletd_compaction_checked() RETURNS boolean
+LANGUAGE sql VOLATILE AS $$
+    SELECT set_config('outletd.compaction_checked', 'on', true) = 'on'
+$$;
+
+-- Inserts into the view: a reading already stored, in either form, is refused (unique_violation).
+CREATE OR REPLACE FUNCTION outletd_insert_sample() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     IF outletd_compacted_reading(NEW.device_id, NEW.measured_at) THEN
         RAISE unique_violation USING
-            MESSAGE = format('outlet %s already has a reading at %s (in a compacted day)', NEW.device_id,
-                             NEW.measured_at),
+            MESSAGE = format('outlet %s already has a reading at %s', NEW.device_id, NEW.measured_at),
             CONSTRAINT = 'samples_compact_pkey';
     END IF;
+    PERFORM outletd_compaction_checked();
+    INSERT INTO samples_stored
+    SELECT c.* FROM outletd_compact_sample(NEW.device_id, NEW.measured_at, coalesce(NEW.received_at, now()),
+                                           NEW.device_time, NEW.voltage_volts, NEW.current_amperes, NEW.power_watts,
+                                           NEW.power_factor, NEW.energy_wh, NEW.seq) c;
     RETURN NEW;
 END
 $$;
@@ -316,6 +347,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_count  bigint;
 BEGIN
+    PERFORM outletd_compaction_checked();
     WITH expanded AS (
         DELETE FROM samples_compact
         WHERE day = p_day AND (p_device_id IS NULL OR device_id = p_device_id)

@@ -49,7 +49,7 @@ public enum ColumnCodec {
         for order in orders {
             guard var column = pack(filled, order: order) else { continue }
             column.present = present
-            if best == nil || column.payloadBytes < best!.payloadBytes { best = column }
+            if column.payloadBytes < best?.payloadBytes ?? .max { best = column }
         }
         if let best { return best }
         return PackedColumn(present: present, outliers: filled)
@@ -94,7 +94,7 @@ public enum ColumnCodec {
                 column.exactAt = exactAt
                 column.exact = exact
             }
-            if best == nil || column.payloadBytes < best!.payloadBytes { best = column }
+            if column.payloadBytes < best?.payloadBytes ?? .max { best = column }
         }
         guard let best, best.payloadBytes < raw.payloadBytes else { return raw }
         return best
@@ -174,21 +174,22 @@ public enum ColumnCodec {
             for start in 0...(n - span) {
                 let (range, overflow) = sorted[start + span - 1].subtractingReportingOverflow(sorted[start])
                 let magnitude = overflow ? UInt64.max : UInt64(range)
-                if window == nil || magnitude < window!.range { window = (magnitude, sorted[start]) }
+                if magnitude < window?.range ?? .max { window = (magnitude, sorted[start]) }
             }
             guard let window else { continue }
             let width = window.range == 0 ? 0 : 64 - window.range.leadingZeroBitCount
             guard width <= maxWidth else { continue }
             let words = width == 0 ? 0 : (n + 64 / width - 1) / (64 / width)
             let cost = 8 * words + 12 * outliers
-            if best == nil || cost < best!.cost { best = (cost, window.low, width) }
+            if cost < best?.cost ?? .max { best = (cost, window.low, width) }
         }
         guard let best else { return PackedColumn(outliers: r) }
         var column = PackedColumn(low: best.low, width: best.width)
         var outlierAt: [Int32] = []
         var outliers: [Int64] = []
         let limit = best.width == 0 ? 0 : (UInt64(1) << UInt64(best.width)) - 1
-        var words: [UInt64] = best.width == 0 ? [] : Array(repeating: 0, count: (n + 64 / best.width - 1) / (64 / best.width))
+        var words: [UInt64] =
+            best.width == 0 ? [] : Array(repeating: 0, count: (n + 64 / best.width - 1) / (64 / best.width))
         let perWord = best.width == 0 ? 0 : 64 / best.width
         for (index, value) in r.enumerated() {
             let (offset, overflow) = value.subtractingReportingOverflow(best.low)

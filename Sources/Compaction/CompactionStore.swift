@@ -58,13 +58,16 @@ public struct CompactionStore {
         var outcome = Outcome(day: day)
         let table = try partition(day)
         let dayNumber = try dayNumber(day)
-        guard try connection.execute("SELECT pg_try_advisory_lock($1, $2)", [AdvisoryLock.compaction, dayNumber])
-            .bool(row: 0, column: 0) == true
+        guard
+            try connection.execute("SELECT pg_try_advisory_lock($1, $2)", [AdvisoryLock.compaction, dayNumber])
+                .bool(row: 0, column: 0) == true
         else {
             outcome.skipped = true
             return outcome
         }
-        defer { _ = try? connection.execute("SELECT pg_advisory_unlock($1, $2)", [AdvisoryLock.compaction, dayNumber]) }
+        defer {
+            _ = try? connection.execute("SELECT pg_advisory_unlock($1, $2)", [AdvisoryLock.compaction, dayNumber])
+        }
         try installGuard(table)
         let bounds = try connection.execute(
             """
@@ -152,7 +155,9 @@ public struct CompactionStore {
         let table = try partition(day)
         let dayNumber = try dayNumber(day)
         try connection.execute("SELECT pg_advisory_lock($1, $2)", [AdvisoryLock.compaction, dayNumber])
-        defer { _ = try? connection.execute("SELECT pg_advisory_unlock($1, $2)", [AdvisoryLock.compaction, dayNumber]) }
+        defer {
+            _ = try? connection.execute("SELECT pg_advisory_unlock($1, $2)", [AdvisoryLock.compaction, dayNumber])
+        }
         return try connection.transaction {
             try connection.execute("LOCK TABLE \(table) IN SHARE ROW EXCLUSIVE MODE")
             try connection.execute("DROP TRIGGER IF EXISTS samples_compacted_guard ON \(table)")
@@ -253,7 +258,8 @@ public struct CompactionStore {
             let seconds = microseconds / 1_000_000
             let fraction = String(microseconds % 1_000_000)
             let clock = [seconds / 3_600, seconds / 60 % 60, seconds % 60].map { $0 < 10 ? "0\($0)" : "\($0)" }
-            return "\(day) \(clock.joined(separator: ":")).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)+00"
+            return
+                "\(day) \(clock.joined(separator: ":")).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)+00"
         }
         var fields = [String(device), day, String(block.readings), at(block.firstAt), at(block.lastAt)]
         fields += block.columns.map(\.literal)
@@ -275,7 +281,8 @@ public struct CompactionStore {
         let result = try connection.execute(
             "SELECT format('%I.%I', schema_name, partition_name) FROM sample_partitions WHERE day = $1::date", [day])
         guard result.rowCount == 1, let table = result[0, 0] else {
-            throw CompactionError(message: "no partition of samples holds \(day) (retention dropped it, or it is ahead)")
+            throw CompactionError(
+                message: "no partition of samples holds \(day) (retention dropped it, or it is ahead)")
         }
         return table
     }

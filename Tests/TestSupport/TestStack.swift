@@ -106,6 +106,12 @@ public final class TestStack: Sendable {
         try Self.run(["\(Self.packageRoot)/scripts/stack", "pg-restart", directory, String(seconds)])
     }
 
+    /// Stops PostgreSQL immediately (no checkpoint, every connection cut; it recovers from its WAL at start, as
+    /// after `kill -9`) and starts it again.
+    public func crashPostgres() throws {
+        try Self.run(["\(Self.packageRoot)/scripts/stack", "pg-crash", directory])
+    }
+
     /// Stops mosquitto gracefully (persistence on), waits `seconds`, starts it again.
     public func restartMosquitto(downFor seconds: Double = 0) throws {
         try Self.run(["\(Self.packageRoot)/scripts/stack", "mqtt-restart", directory, String(seconds)])

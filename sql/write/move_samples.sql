@@ -3,12 +3,23 @@
 -- skipping ones already there (of two staged readings of one outlet at one time, the one received first), and
 -- notes, per outlet, what it really inserted (`outletd_inserted_devices`): what the running totals
 -- (add_totals.sql) and the rollup statements read. Returns how many it inserted.
-WITH inserted AS (
+-- A reading of a compacted day (migration 26) is skipped when the compact form has it: each outlet-day the batch
+-- touches is decoded once; readings after the newest compacted day never look.
+WITH compacted AS MATERIALIZED (
+    SELECT c.device_id, r.measured_at
+    FROM (SELECT DISTINCT device_id, (measured_at AT TIME ZONE 'UTC')::date AS day
+          FROM outletd_staging_samples
+          WHERE measured_at < (SELECT (max(day) + 1)::timestamp AT TIME ZONE 'UTC' FROM samples_compact)) k
+    JOIN samples_compact c USING (device_id, day)
+    CROSS JOIN LATERAL outletd_compact_readings(c) r
+), inserted AS (
     INSERT INTO samples_stored
     SELECT c.*
     FROM outletd_staging_samples s,
          LATERAL outletd_compact_sample(s.device_id, s.measured_at, s.received_at, s.device_time, s.voltage_volts,
                                         s.current_amperes, s.power_watts, s.power_factor, s.energy_wh, s.seq) c
+    WHERE (SELECT outletd_compaction_checked())
+      AND NOT EXISTS (SELECT 1 FROM compacted x WHERE x.device_id = s.device_id AND x.measured_at = s.measured_at)
     ORDER BY s.device_id, s.measured_at, s.received_at
     ON CONFLICT (device_id, measured_at) DO NOTHING
     RETURNING device_id, measured_at, coalesce(power_exact, power_centiwatts / 100::double precision) AS power_watts

@@ -222,9 +222,15 @@ public struct DeviceStore {
             guard device.rowCount == 1, let id = try device.int64(row: 0, column: 0) else {
                 throw Self.notRegistered(code)
             }
-            let samples = try connection.execute("DELETE FROM samples WHERE device_id = $1", [id])
+            // Both forms of its readings (migration 26), by their tables: the view would take them a row at a time.
+            let samples = try connection.execute(
+                """
+                WITH rows AS (DELETE FROM samples_stored WHERE device_id = $1 RETURNING 1),
+                     compact AS (DELETE FROM samples_compact WHERE device_id = $1 RETURNING readings)
+                SELECT (SELECT count(*) FROM rows) + (SELECT coalesce(sum(readings), 0) FROM compact)
+                """, [id])
             try connection.execute("DELETE FROM device_power_totals WHERE device_id = $1", [id])
-            return samples.affectedRows ?? 0
+            return try samples.int(row: 0, column: 0) ?? 0
         }
     }
 
