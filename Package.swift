@@ -146,8 +146,8 @@ let package = Package(
         .executableTarget(
             name: "outletd",
             dependencies: [
-                "CMalloc", "Commands", "Compaction", "Config", "Daemon", "Observability", "MQTT", "OwnerApp", "Postgres",
-                "Runtime", "Storage", "Telemetry",
+                "CMalloc", "Commands", "Compaction", "Config", "Daemon", "Observability", "MQTT", "OwnerApp",
+                "Postgres", "Runtime", "Storage", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -180,8 +180,8 @@ let package = Package(
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "Commands", "Compaction", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability", "OwnerApp",
-                "Postgres", "Routing", "Runtime", "Storage", "Telemetry", "TestSupport",
+                "Commands", "Compaction", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability",
+                "OwnerApp", "Postgres", "Routing", "Runtime", "Storage", "Telemetry", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Yams", package: "Yams"),
             ]),
     ],
