@@ -59,7 +59,8 @@ struct StorageCommand: ParsableCommand {
                     day: day, chunkOutlets: configuration.retention.compactChunkOutlets,
                     progress: { progress in
                         if isatty(STDOUT_FILENO) == 1 {
-                            print("\r\u{1B}[2K\(progress.outlets) outlets, \(progress.readings) readings", terminator: "")
+                            print(
+                                "\r\u{1B}[2K\(progress.outlets) outlets, \(progress.readings) readings", terminator: "")
                             fflush(nil)
                         }
                     })
