@@ -212,6 +212,7 @@ import Testing
             try await Task.sleep(for: .seconds(3))
             changing.cancel()
             #expect(unread.allSatisfy { $0.isOpen })
+            let queuedBefore = RawConnection.serverSendQueueBytes(port: app.port)
 
             let loggedOut = ContinuousClock.now
             #expect(try await app.send("POST", "/api/v1/logout", token: ana).status == 204)
@@ -233,9 +234,11 @@ import Testing
             }
             let closedAfter = (ContinuousClock.now - loggedOut).seconds
             let stillOpen = unread.filter { $0.isOpen }.count
+            let queuedAfter = RawConnection.serverSendQueueBytes(port: app.port)
             print(
                 "unread streams after logout: \(stillOpen) of 3 open \(closedAfter) s later; most of the owner's "
-                    + "streams open at once after logging in again: \(mostAtOnce) (limit 3)")
+                    + "streams open at once after logging in again: \(mostAtOnce) (limit 3); the server's send "
+                    + "queues: \(queuedBefore / 1_000) kB before logout, \(queuedAfter / 1_000) kB after")
             #expect(stillOpen == 0 && closedAfter < 10, "\(stillOpen) still open \(closedAfter) s after logout")
             #expect(mostAtOnce <= 3, "\(mostAtOnce) streams of one owner open at once, the limit is 3")
             #expect(fresh.count == 3)
@@ -555,6 +558,20 @@ final class RawConnection: @unchecked Sendable {
 
     func close() {
         Glibc.close(fd)
+    }
+
+    /// Bytes waiting in the kernel's send queues of the server's side of connections on `port` (`/proc/net/tcp`'s
+    /// `tx_queue`), orphaned ones included.
+    static func serverSendQueueBytes(port: Int) -> Int {
+        // Read to its end: a /proc file's size says 0.
+        guard let data = FileHandle(forReadingAtPath: "/proc/net/tcp")?.readDataToEndOfFile() else { return -1 }
+        let table = String(decoding: data, as: UTF8.self)
+        let local = ":" + String(format: "%04X", port)
+        return table.split(separator: "\n").dropFirst().reduce(0) { total, line in
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, fields[1].hasSuffix(local), fields[3] != "0A" else { return total }  // not LISTEN
+            return total + (Int(fields[4].split(separator: ":")[0], radix: 16) ?? 0)
+        }
     }
 }
 
