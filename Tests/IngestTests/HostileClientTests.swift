@@ -553,7 +553,11 @@ import Testing
     /// anything: 503, `Retry-After`, the reason, `Connection: close`, and then closed. Once one of the 20 has
     /// closed, a request is served again.
     @Test func connectionsPastTheLimitAreRefusedWithAReason() async throws {
-        try await Self.withDaemon(environment: ["OUTLETD_APP_MAX_CONNECTIONS": "20"]) { daemon in
+        // A head may take 120 s here, so that the 20 held connections, which send nothing, stay however slow the
+        // machine.
+        try await Self.withDaemon(environment: [
+            "OUTLETD_APP_MAX_CONNECTIONS": "20", "OUTLETD_APP_HEADER_TIMEOUT_SECONDS": "120",
+        ]) { daemon in
             // The start-up probe's connection closed: wait until outletd has counted it out.
             try await Harness.waitUntil(timeout: 10, "no connection open") {
                 daemon.metric("\noutletd_app_connections 0")
