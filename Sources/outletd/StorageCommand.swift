@@ -49,14 +49,21 @@ struct StorageCommand: ParsableCommand {
             abstract: "Compact one day now (safe while outletd runs; late readings of it are folded in).")
         @OptionGroup var options: GlobalOptions
         @Argument(help: "The UTC day, YYYY-MM-DD.") var day: String
+        @Option(help: "The share of the time to work, 0.01 to 1 (the background task: retention.compact_duty).")
+        var duty: Double = 1
 
-        func validate() throws { try StorageCommand.validate(day) }
+        func validate() throws {
+            try StorageCommand.validate(day)
+            guard (0.01...1).contains(duty) else { throw ValidationError("--duty: expected 0.01 to 1, got \(duty)") }
+        }
 
         func run() throws {
             let configuration = try options.loadConfiguration()
+            let duty = self.duty
             try options.withDatabase { connection in
                 let outcome = try CompactionStore(connection: connection).compact(
                     day: day, chunkOutlets: configuration.retention.compactChunkOutlets,
+                    pause: { busy in if duty < 1 { Thread.sleep(forTimeInterval: busy * (1 - duty) / duty) } },
                     progress: { progress in
                         if isatty(STDOUT_FILENO) == 1 {
                             print(
