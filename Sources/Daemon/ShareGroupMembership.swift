@@ -24,9 +24,9 @@ import Runtime
 /// lock.
 public final class ShareGroupMembership: DatabaseJob {
     /// The first key of the group's advisory locks ('outd'); the second is `hashtext(group)`.
-    static let memberLockKey: Int32 = 0x6F75_7464
+    static let memberLockKey = AdvisoryLock.Pair.shareGroupMember.rawValue
     /// The first key of the lock that serialises the group's handover decisions.
-    static let decisionLockKey: Int32 = 0x6F75_7465
+    static let decisionLockKey = AdvisoryLock.Pair.shareGroupDecision.rawValue
 
     public var name: String { "outletd-membership" }
     private let group: String

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Runtime
 import Telemetry
 
 extension AutomationStore {
@@ -8,7 +9,8 @@ extension AutomationStore {
     /// at a time (an advisory lock); nothing when another holds it.
     public func watchGroups(instanceID: String, slackSeconds: Double = 60) throws -> [AutomationOutcome] {
         try connection.transaction {
-            let locked = try connection.execute("SELECT pg_try_advisory_xact_lock($1)", [Self.powerRulesLock + 1])
+            let locked = try connection.execute(
+                "SELECT pg_try_advisory_xact_lock($1)", [AdvisoryLock.Single.groupRules.rawValue])
             guard try locked.bool(row: 0, column: 0) == true else { return [] }
             let groups = try connection.execute(
                 """

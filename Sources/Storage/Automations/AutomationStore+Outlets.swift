@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Runtime
 import Telemetry
 
 /// What a runner keeps of the over-power and idle rules it follows, between its rounds: where each rule is, and
@@ -22,8 +23,8 @@ public struct PowerWatchMemory: Sendable {
 
 extension AutomationStore {
     /// The advisory lock of the power rules' evaluation: one runner at a time follows them, without a row lock per
-    /// rule per round.
-    static let powerRulesLock: Int64 = 0x6F75_746C_6574_64  // "outletd"
+    /// rule per round. (It was the migration's key until both came from ``AdvisoryLock``.)
+    static let powerRulesLock = AdvisoryLock.Single.powerRules.rawValue
 
     /// How often a rule's row takes the readings followed when nothing else about it changed, seconds.
     public static let watchPersistSeconds = 5.0

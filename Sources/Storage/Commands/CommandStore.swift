@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Runtime
 import Telemetry
 
 /// A command outletd must publish to an outlet now.
@@ -254,7 +255,7 @@ public struct CommandStore {
     }
 
     /// The advisory lock key of ``publishResults(limit:_:)`` ("outletd results").
-    static let resultsLockKey: Int64 = 0x6F75_746C_6574_6472
+    static let resultsLockKey = AdvisoryLock.Single.commandResults.rawValue
 
     /// Counts and stores rejected requests and reports like the writer does for readings.
     public func recordRejections(_ rejections: [RejectedReading], excerpts: [String], keepMessages: Int) throws {

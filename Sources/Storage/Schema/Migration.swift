@@ -1,4 +1,5 @@
 import Postgres
+import Runtime
 
 /// One numbered schema change from `sql/NNNN_name.sql`, embedded in the binary at build time by
 /// Plugins/EmbedSQLPlugin (``embedded``).
@@ -49,8 +50,8 @@ public struct Migrator {
         }
     }
 
-    /// Key of the advisory lock taken while migrating (an arbitrary constant: "outletd" in ASCII).
-    static let advisoryLockKey: Int64 = 0x6f75_746c_6574_64
+    /// Key of the advisory lock taken while migrating.
+    static let advisoryLockKey = AdvisoryLock.Single.migration.rawValue
 
     let migrations: [Migration]
 
