@@ -4,8 +4,8 @@
 #      the writer stores it (interleaved by time), its index packed as the maintenance pass leaves a settled day;
 #   2. ingest alone at RATE readings/s from INGEST_OUTLETS outlets (Benchmarks/OwnerAppLoad/outlets.c, QoS 1) for
 #      MEASURE_SECONDS: readings stored per second, publish → commit p50/p99;
-#   3. the same while `outletd storage compact` packs the day (at DUTY, the background task's default share): the
-#      same figures, and the compaction's rate, CPU-s per million readings of outletd and of PostgreSQL;
+#   3. the same while `outletd storage compact` packs the day (at DUTY, the background task's default share), over
+#      the compaction's whole run, and the compaction's rate and CPU-s per million readings;
 #   4. bytes per reading of both forms (heap, TOAST and indexes together) and of each packed column; one outlet's
 #      day and month read through `samples` in both forms, warm (median of 5) and cold (PostgreSQL restarted, the
 #      kernel's page cache dropped; skipped when not root).
@@ -41,7 +41,9 @@ export STACK_PG_DURABLE=1
 . Benchmarks/stack.sh
 bench_outletd_stack compaction "$ingest_outlets"
 require_durable
-export OUTLETD_INSTANCE_ID=bench OUTLETD_RETENTION_COMPACT_AFTER_HOURS=0
+# The month must outlive the daemon's retention pass; compaction runs here by hand, not in the background.
+export OUTLETD_INSTANCE_ID=bench OUTLETD_RETENTION_COMPACT_AFTER_HOURS=0 OUTLETD_RETENTION_RAW_DAYS=60 \
+    OUTLETD_RETENTION_MINUTE_ROLLUP_DAYS=62
 day=$(date -u -d '3 days ago' +%F)
 month_start=$(date -u -d "$day - 29 days" +%F)
 hz=$(getconf CLK_TCK)
@@ -51,8 +53,8 @@ hz=$(getconf CLK_TCK)
 mix_rows() {
     echo "SELECT d.id, m, rc, dt, v, a, p, pf, e, q FROM devices d
           CROSS JOIN generate_series(0, $2 * 8640 - 1) s
-          CROSS JOIN LATERAL (SELECT d.id % 6 AS shape, hashint8(d.id * 100000000 + s) AS h,
-                                     (hashint8(d.id * 100000000 + s / 360) % 3 <> 0) AS on_) k
+          CROSS JOIN LATERAL (SELECT d.id % 6 AS shape, hashint8(d.id::bigint * 100000000 + s) AS h,
+                                     (hashint8(d.id::bigint * 100000000 + s / 360) % 3 <> 0) AS on_) k
           CROSS JOIN LATERAL (SELECT timestamptz '$1' + s * interval '10 s' AS t,
                                      229 + abs(h % 400) / 100.0 AS volts,
                                      CASE WHEN on_ THEN 90 + abs(h / 7 % 2000) / 100.0 ELSE 0 END AS watts,
@@ -108,9 +110,9 @@ sql "CREATE TABLE bench_before AS SELECT device_id, measured_at, received_at, de
             float8send(current_amperes) a, float8send(power_watts) p, float8send(power_factor) pf, float8send(energy_wh) e, seq
      FROM samples"
 
-one_day="SELECT count(*), sum(power_watts) FROM samples WHERE device_id = (SELECT id FROM devices WHERE code = 'mix-7')
+one_day="SELECT count(*), sum(power_watts) FROM samples WHERE device_id = (SELECT id FROM devices WHERE code = 'mix-1')
          AND measured_at >= '$day' AND measured_at < date '$day' + 1"
-one_month="SELECT count(*), sum(power_watts) FROM samples WHERE device_id = (SELECT id FROM devices WHERE code = 'mon-7')"
+one_month="SELECT count(*), sum(power_watts) FROM samples WHERE device_id = (SELECT id FROM devices WHERE code = 'mon-1')"
 # read_ms QUERY: the median of 5 runs' execution time (ms), the server's own figure (EXPLAIN ANALYZE).
 read_ms() {
     local times=() i
@@ -160,18 +162,25 @@ sleep "$settle"
 read -r alone_rate alone_p50 alone_p99 < <(ingest_window)
 
 echo "== the same while outletd storage compact packs $day (duty $duty)" >&2
-g0=$(pg_cpu_ticks) o0=$(cpu_ticks "$outletd_pid")
-"$daemon" storage compact "$day" --duty "$duty" >"$dir/compact.log" 2>&1 &
+g0=$(pg_cpu_ticks) o0=$(cpu_ticks "$outletd_pid") i0=$(inserted) t0=$(now)
+# The compaction's own CPU (user + system, its children's rusage) is written to compact.cpu when it exits.
+python3 -c 'import resource, subprocess, sys
+code = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1] + ".log", "w"), stderr=subprocess.STDOUT)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1] + ".cpu", "w").write("%f\n" % (usage.ru_utime + usage.ru_stime))
+sys.exit(code)' "$dir/compact" "$daemon" storage compact "$day" --duty "$duty" &
 compact_pid=$!
 pids+=("$compact_pid")
-read -r during_rate during_p50 during_p99 < <(ingest_window)
-compact_ticks=0
-while kill -0 "$compact_pid" 2>/dev/null; do
-    compact_ticks=$(awk '{print $14 + $15}' "/proc/$compact_pid/stat" 2>/dev/null || echo "$compact_ticks")
-    sleep 0.5
-done
 wait "$compact_pid" || { cat "$dir/compact.log" >&2; echo "compaction: outletd storage compact failed" >&2; exit 1; }
-g1=$(pg_cpu_ticks) o1=$(cpu_ticks "$outletd_pid")
+i1=$(inserted) t1=$(now) g1=$(pg_cpu_ticks) o1=$(cpu_ticks "$outletd_pid")
+kill -0 "$publisher_pid" || { echo "compaction: the publisher stopped (see $dir/publisher.log)" >&2; exit 1; }
+during_rate=$(calc "round(($i1 - $i0) / ($t1 - $t0))")
+read -r during_p50 during_p99 < <(sql "
+    SELECT round(1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY x))::int || ' ' ||
+           round(1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY x))::int
+    FROM (SELECT extract(epoch FROM pg_xact_commit_timestamp(xmin) - measured_at) AS x FROM samples_stored
+          WHERE measured_at >= to_timestamp($t0) AND measured_at < to_timestamp($t1)) s")
+compact_cpu=$(cat "$dir/compact.cpu")
 compact_line=$(tail -n 1 "$dir/compact.log")
 compacted=$(sed -n 's/.*: \([0-9]*\) readings of.*/\1/p' <<<"$compact_line")
 compact_seconds=$(sed -n 's/.* in \([0-9.]*\) s .*/\1/p' <<<"$compact_line")
@@ -179,7 +188,8 @@ kill "$publisher_pid"
 stop_outletd
 echo "== the month's days too, then both forms compared" >&2
 for offset in $(seq 0 29); do
-    "$daemon" storage compact "$(date -u -d "$month_start + $offset days" +%F)" >>"$dir/compact.log" 2>&1
+    "$daemon" storage compact "$(date -u -d "$month_start + $offset days" +%F)" >>"$dir/compact.log" 2>&1 \
+        || { tail -n 5 "$dir/compact.log" >&2; echo "compaction: outletd storage compact failed" >&2; exit 1; }
 done
 differing=$(sql "SELECT count(*) FROM ((SELECT * FROM bench_before EXCEPT ALL
                      SELECT device_id, measured_at, received_at, device_time, float8send(voltage_volts), float8send(current_amperes),
@@ -224,7 +234,7 @@ row "one outlet's day through samples, warm / cold (ms)" "$row_day_warm / $row_d
 row "one outlet's month through samples, warm / cold (ms)" "$row_month_warm / $row_month_cold" "$compact_month_warm / $compact_month_cold"
 echo "bytes per reading of each packed column (TOAST-compressed where it helped): $columns"
 row "compaction rate (readings/s, duty $duty)" "$compact_rate" "$compacted readings in $compact_seconds s"
-row "compaction CPU-s per million readings: outletd" "$(calc "round($compact_ticks / $hz / $compacted * 1e6, 2)")" ""
+row "compaction CPU-s per million readings: outletd" "$(calc "round($compact_cpu / $compacted * 1e6, 2)")" ""
 row "ingest alone: stored/s, publish → commit p50 / p99 (ms)" "$alone_rate" "$alone_p50 / $alone_p99"
 row "ingest while compacting: stored/s, p50 / p99 (ms)" "$during_rate" "$during_p50 / $during_p99"
-row "CPU-s over the compaction: the daemon, PostgreSQL (all)" "$(calc "round(($o1 - $o0) / $hz, 1)")" "$(calc "round(($g1 - $g0) / $hz, 1)")"
+row "CPU-s over the compaction ($(calc "round($t1 - $t0, 1)") s): the daemon, PostgreSQL" "$(calc "round(($o1 - $o0) / $hz, 1)")" "$(calc "round(($g1 - $g0) / $hz, 1)") (ingest's and the compaction's)"

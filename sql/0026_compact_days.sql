@@ -137,33 +137,36 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE p_order WHEN 0 THEN r WHEN 1 THEN s1 ELSE s2 END
 $$;
 
--- The readings of one compact row, in time order, with the columns of `samples`. STRICT, so that it is never
--- inlined into the calling query: `b` then takes each packed column's fields once per outlet-day (read per
--- reading, a compressed or out-of-line column would be decompressed at every reading that reads it), and each level
--- is kept apart (OFFSET 0), so the sort under the running sums carries numbers only. The rows come in time order
--- (the running sums' order; a caller that needs an order says so, as with any table).
+-- The readings of one compact row, in time order, with the columns of `samples`. PostgreSQL inlines it into the
+-- calling query; `b` (kept apart by OFFSET 0) takes each packed column's fields once per outlet-day (read per
+-- reading, a compressed or out-of-line column would be decompressed at every reading that reads it), and so does
+-- the level under the running sums, so that their sort carries numbers only. One window computes every running
+-- sum, a delta order 2 as (i + 1) × S1 − Σ j × r_j (the encoder keeps both terms within ±2^53). The rows come in
+-- time order (the running sums' order; a caller that needs an order says so, as with any table).
 CREATE FUNCTION outletd_compact_readings(c samples_compact) RETURNS TABLE (
     measured_at timestamptz, received_at timestamptz, device_time timestamptz, voltage_volts double precision,
     current_amperes double precision, power_watts double precision, power_factor double precision,
     energy_wh double precision, seq bigint
 )
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE ROWS 8640 AS $$
-    SELECT b.day_start + s.at * interval '1 microsecond',
-           b.day_start + (s.at + b.rc_base + b.rc_unit * s.rc) * interval '1 microsecond',
+LANGUAGE sql IMMUTABLE PARALLEL SAFE ROWS 8640 AS $$
+    SELECT b.day_start + (b.t_base + b.t_unit * s.t2)::bigint * interval '1 microsecond',
+           b.day_start + ((b.t_base + b.t_unit * s.t2)::bigint + b.rc_base + b.rc_unit * s.rc)
+                         * interval '1 microsecond',
            CASE WHEN outletd_packed_present(b.dt_present, s.i)
-                THEN b.day_start + (s.at + b.dt_base + b.dt_unit * s.dt) * interval '1 microsecond' END,
+                THEN b.day_start + ((b.t_base + b.t_unit * s.t2)::bigint + b.dt_base + b.dt_unit * s.dt)
+                                   * interval '1 microsecond' END,
            outletd_packed_double(b.v_base, b.v_unit, b.v_scale, b.v_present, b.v_exact_at, b.v_exact, s.i,
-                                 outletd_packed_y(b.v_order, s.v, s.v1, s.v2)),
+                                 outletd_packed_y(b.v_order, s.v, s.v1, NULL)),
            outletd_packed_double(b.a_base, b.a_unit, b.a_scale, b.a_present, b.a_exact_at, b.a_exact, s.i,
-                                 outletd_packed_y(b.a_order, s.a, s.a1, s.a2)),
+                                 outletd_packed_y(b.a_order, s.a, s.a1, NULL)),
            outletd_packed_double(b.p_base, b.p_unit, b.p_scale, NULL, b.p_exact_at, b.p_exact, s.i,
-                                 outletd_packed_y(b.p_order, s.p, s.p1, s.p2)),
+                                 outletd_packed_y(b.p_order, s.p, s.p1, NULL)),
            outletd_packed_double(b.pf_base, b.pf_unit, b.pf_scale, b.pf_present, b.pf_exact_at, b.pf_exact, s.i,
-                                 outletd_packed_y(b.pf_order, s.pf, s.pf1, s.pf2)),
+                                 outletd_packed_y(b.pf_order, s.pf, s.pf1, NULL)),
            outletd_packed_double(b.e_base, b.e_unit, b.e_scale, b.e_present, b.e_exact_at, b.e_exact, s.i,
                                  outletd_packed_y(b.e_order, s.e, s.e1, s.e2)),
            CASE WHEN outletd_packed_present(b.q_present, s.i)
-                THEN b.q_base + b.q_unit * CASE b.q_order WHEN 0 THEN s.q WHEN 1 THEN s.q1::bigint
+                THEN b.q_base + b.q_unit * CASE b.q_order WHEN 0 THEN s.qr WHEN 1 THEN s.q1::bigint
                                                           ELSE s.q2::bigint END END
     FROM (SELECT c.day::timestamp AT TIME ZONE 'UTC' AS day_start, c.readings AS n,
                  (c.measured_at).base AS t_base, (c.measured_at).unit AS t_unit, (c.measured_at).low AS t_low,
@@ -200,25 +203,24 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE ROWS 8640 AS $$
                  (c.seq).outlier AS q_outlier, (c.seq).delta_order AS q_order, (c.seq).present AS q_present
           OFFSET 0) b,
          LATERAL (
-             SELECT i, ((b.t_base + b.t_unit * sum(t1) OVER w))::bigint AS at, rc, dt, v, v1, NULL::double precision AS v2,
-                    a, a1, NULL::double precision AS a2, p, p1, NULL::double precision AS p2, pf, pf1,
-                    NULL::double precision AS pf2, e, e1, sum(e1) OVER w AS e2, q, q1, sum(q1) OVER w AS q2
-             FROM (SELECT i, sum(t) OVER w AS t1, rc, dt, v, sum(v) OVER w AS v1, a, sum(a) OVER w AS a1, p,
-                          sum(p) OVER w AS p1, pf, sum(pf) OVER w AS pf1, e, sum(e) OVER w AS e1, q,
-                          sum(q::double precision) OVER w AS q1
-                   FROM (SELECT i,
-                                outletd_packed_r(b.t_words, b.t_width, b.t_low, b.t_outlier_at, b.t_outlier, i)::double precision AS t,
-                                outletd_packed_r(b.rc_words, b.rc_width, b.rc_low, b.rc_outlier_at, b.rc_outlier, i) AS rc,
-                                outletd_packed_r(b.dt_words, b.dt_width, b.dt_low, b.dt_outlier_at, b.dt_outlier, i) AS dt,
-                                outletd_packed_r(b.v_words, b.v_width, b.v_low, b.v_outlier_at, b.v_outlier, i)::double precision AS v,
-                                outletd_packed_r(b.a_words, b.a_width, b.a_low, b.a_outlier_at, b.a_outlier, i)::double precision AS a,
-                                outletd_packed_r(b.p_words, b.p_width, b.p_low, b.p_outlier_at, b.p_outlier, i)::double precision AS p,
-                                outletd_packed_r(b.pf_words, b.pf_width, b.pf_low, b.pf_outlier_at, b.pf_outlier, i)::double precision AS pf,
-                                outletd_packed_r(b.e_words, b.e_width, b.e_low, b.e_outlier_at, b.e_outlier, i)::double precision AS e,
-                                outletd_packed_r(b.q_words, b.q_width, b.q_low, b.q_outlier_at, b.q_outlier, i) AS q
-                         FROM generate_series(0, b.n - 1) AS i
-                         OFFSET 0) r
-                   WINDOW w AS (ORDER BY i ROWS UNBOUNDED PRECEDING)) s1
+             -- Running sums: y = S1 (delta order 1) or S2 = (i + 1) × S1 − Σ j × r_j (order 2), one window.
+             SELECT i, rc, dt, v, a, p, pf, e, qr, sum(v) OVER w AS v1, sum(a) OVER w AS a1, sum(p) OVER w AS p1,
+                    sum(pf) OVER w AS pf1, sum(e) OVER w AS e1, sum(qr::double precision) OVER w AS q1,
+                    (i + 1) * sum(t) OVER w - sum(i * t) OVER w AS t2,
+                    (i + 1) * sum(e) OVER w - sum(i * e) OVER w AS e2,
+                    (i + 1) * sum(qr::double precision) OVER w - sum(i * qr::double precision) OVER w AS q2
+             FROM (SELECT i,
+                          outletd_packed_r(b.t_words, b.t_width, b.t_low, b.t_outlier_at, b.t_outlier, i)::double precision AS t,
+                          outletd_packed_r(b.rc_words, b.rc_width, b.rc_low, b.rc_outlier_at, b.rc_outlier, i) AS rc,
+                          outletd_packed_r(b.dt_words, b.dt_width, b.dt_low, b.dt_outlier_at, b.dt_outlier, i) AS dt,
+                          outletd_packed_r(b.v_words, b.v_width, b.v_low, b.v_outlier_at, b.v_outlier, i)::double precision AS v,
+                          outletd_packed_r(b.a_words, b.a_width, b.a_low, b.a_outlier_at, b.a_outlier, i)::double precision AS a,
+                          outletd_packed_r(b.p_words, b.p_width, b.p_low, b.p_outlier_at, b.p_outlier, i)::double precision AS p,
+                          outletd_packed_r(b.pf_words, b.pf_width, b.pf_low, b.pf_outlier_at, b.pf_outlier, i)::double precision AS pf,
+                          outletd_packed_r(b.e_words, b.e_width, b.e_low, b.e_outlier_at, b.e_outlier, i)::double precision AS e,
+                          outletd_packed_r(b.q_words, b.q_width, b.q_low, b.q_outlier_at, b.q_outlier, i) AS qr
+                   FROM generate_series(0, b.n - 1) AS i
+                   OFFSET 0) r
              WINDOW w AS (ORDER BY i ROWS UNBOUNDED PRECEDING)) s
 $$;
 

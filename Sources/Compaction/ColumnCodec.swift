@@ -4,8 +4,9 @@
 /// doubles, the scale (x / scale is the double) and the doubles that are no whole number of 1 / scale (exact).
 ///
 /// PostgreSQL computes the running sums in double precision, which is exact for whole numbers within ±2^53: the
-/// encoder only chooses a form whose every y, partial sum and unit × y stays there, and falls back to the raw form
-/// (every r, or every double, listed) where none does.
+/// encoder only chooses a form whose every y, partial sum and unit × y stays there (for delta order 2, read as
+/// (i + 1) × S1_i − Σ j × r_j, both terms too), and falls back to the raw form (every r, or every double, listed)
+/// where none does.
 public struct PackedColumn: Equatable, Sendable {
     public var base: Int64 = 0
     public var unit: Int64 = 1
@@ -153,6 +154,21 @@ public enum ColumnCodec {
                 r[index] = value &- previous
                 previous = value
                 guard abs(r[index]) <= limit else { return nil }
+            }
+        }
+        // Delta order 2 is read in one window as (i + 1) × S1_i − Σ j × r_j: both terms within ±2^53 too.
+        if order == 2 {
+            var s1: Int64 = 0
+            var weighted: Int64 = 0
+            for (index, value) in r.enumerated() {
+                s1 += value
+                let (term, overflow) = Int64(index).multipliedReportingOverflow(by: value)
+                let (sum, overflowSum) = weighted.addingReportingOverflow(term)
+                let (scaled, overflowScaled) = Int64(index + 1).multipliedReportingOverflow(by: s1)
+                guard !overflow, !overflowSum, !overflowScaled, abs(sum) <= limit, abs(scaled) <= limit else {
+                    return nil
+                }
+                weighted = sum
             }
         }
         var column = bitPack(r)

@@ -24,12 +24,17 @@ import Testing
                 r[i] = column.low + Int64(z)
             }
         }
+        // PostgreSQL sums in double precision, delta order 2 as (i + 1) × S1_i − Σ j × r_j.
         var y = r
-        for _ in 0..<column.deltaOrder {
-            var sum: Double = 0
-            for i in 0..<n {
-                sum += Double(y[i])  // PostgreSQL sums in double precision
-                y[i] = Int64(sum)
+        var s1: Double = 0
+        var weighted: Double = 0
+        for i in 0..<n {
+            s1 += Double(r[i])
+            weighted += Double(i) * Double(r[i])
+            switch column.deltaOrder {
+            case 0: y[i] = r[i]
+            case 1: y[i] = Int64(s1)
+            default: y[i] = Int64(Double(i + 1) * s1 - weighted)
             }
         }
         return (0..<n).map { i in
