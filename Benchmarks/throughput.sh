@@ -339,3 +339,8 @@ echo "  $bytes_rollups"
 # The owners' app under load while ingest runs (docs/OWNER-APP-LOAD.md): a stack of its own, about 4 minutes.
 echo
 Benchmarks/owner-app-load.sh
+
+# Compaction of a settled day (docs/COMPACTION.md): bytes per reading of both forms, their read times, the
+# compaction's rate with ingest at 20,000 readings/s beside it; a stack of its own, about 10 minutes.
+echo
+Benchmarks/compaction.sh
