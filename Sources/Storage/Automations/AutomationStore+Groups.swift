@@ -49,8 +49,11 @@ extension AutomationStore {
                     SELECT m.device_id, d.code, m.shed_at, m.shed_watts, d.enabled, l.power_watts
                     FROM automation_group_members m JOIN devices d ON d.id = m.device_id
                     LEFT JOIN LATERAL (
-                        SELECT power_watts FROM samples s
-                        WHERE s.device_id = m.device_id AND s.measured_at <= $2 AND s.measured_at > $2 - interval '1 hour'
+                        SELECT power_watts
+                        FROM samples_between(
+                            ARRAY[m.device_id], $2::timestamptz - interval '1 hour', $2::timestamptz + interval '1 microsecond'
+                        ) s
+                        WHERE s.measured_at > $2 - interval '1 hour'
                         ORDER BY s.measured_at DESC LIMIT 1) l ON true
                     WHERE m.automation_id = $1
                     ORDER BY m.position
@@ -70,7 +73,8 @@ extension AutomationStore {
                     """
                     SELECT m.ordinal, s.measured_at, s.power_watts
                     FROM unnest($1::integer[]) WITH ORDINALITY AS m(device_id, ordinal)
-                    JOIN samples s ON s.device_id = m.device_id AND s.measured_at > $2
+                    CROSS JOIN LATERAL samples_between(ARRAY[m.device_id], $2::timestamptz, 'infinity') s
+                    WHERE s.measured_at > $2
                     ORDER BY s.measured_at, m.ordinal
                     LIMIT 50000
                     """, [deviceIDs, since])

@@ -106,9 +106,10 @@ extension AutomationStore {
                     SELECT w.ordinal, s.measured_at, s.power_watts
                     FROM unnest($1::integer[], $2::timestamptz[]) WITH ORDINALITY AS w(device_id, since, ordinal)
                     CROSS JOIN LATERAL (
-                        SELECT measured_at, power_watts FROM samples
-                        WHERE device_id = w.device_id AND measured_at > w.since AND measured_at > $3
-                          AND measured_at <= $4
+                        SELECT measured_at, power_watts
+                        FROM samples_between(
+                            ARRAY[w.device_id], greatest(w.since, $3::timestamptz), $4::timestamptz + interval '1 microsecond')
+                        WHERE measured_at > w.since AND measured_at > $3
                         ORDER BY measured_at
                         LIMIT 5000) s
                     ORDER BY w.ordinal, s.measured_at

@@ -188,7 +188,7 @@ public struct RollupStore {
                 SELECT date_trunc('minute', greatest($1::timestamptz, (SELECT min(starts_at) FROM sample_partitions)), 'UTC') AS from_at
             )
             SELECT d.id, d.code, b.from_at,
-                   greatest((SELECT max(measured_at) FROM samples s WHERE s.device_id = d.id AND s.measured_at >= b.from_at),
+                   greatest((SELECT max(measured_at) FROM samples_between(ARRAY[d.id], b.from_at, 'infinity')),
                             (SELECT max(bucket_start) FROM power_rollups_minute m
                              WHERE m.device_id = d.id AND m.bucket_start >= b.from_at)) + interval '1 minute'
             FROM devices d CROSS JOIN bounds b
