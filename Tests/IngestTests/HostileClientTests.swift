@@ -565,6 +565,11 @@ import Testing
             var held: [RawConnection] = []
             defer { for connection in held { connection.close() } }
             for _ in 0..<20 { held.append(try await RawConnection.open(port: daemon.appPort)) }
+            // outletd accepts on two event loops: until it has counted all 20, the next could be admitted in place
+            // of one of them (a busy machine showed it).
+            try await Harness.waitUntil(timeout: 30, "20 connections counted") {
+                daemon.metric("\noutletd_app_connections 20")
+            }
             let refused = try await RawConnection.open(port: daemon.appPort)
             defer { refused.close() }
             let answer = try await refused.readToEnd()
