@@ -468,26 +468,8 @@ final class RawConnection: @unchecked Sendable {
     /// so that the window offered is that small). Reads wait at most a second each.
     static func open(port: Int, receiveBufferBytes: Int32? = nil) async throws -> RawConnection {
         try await Blocking.run("raw-connection-test") {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw HarnessError("socket: errno \(errno)") }
-            if var bytes = receiveBufferBytes {
-                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
-            }
-            var timeout = timeval(tv_sec: 1, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = UInt16(port).bigEndian
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
-            }
-            guard connected else {
-                Glibc.close(fd)
-                throw HarnessError("cannot connect to 127.0.0.1:\(port): errno \(errno)")
-            }
+            guard let fd = HTTPProbe.connect(port: port, timeoutSeconds: 1, receiveBufferBytes: receiveBufferBytes)
+            else { throw HarnessError("cannot connect to 127.0.0.1:\(port): errno \(errno)") }
             return RawConnection(fd: fd)
         }
     }

@@ -32,11 +32,15 @@ public enum HTTPProbe {
     }
 
     /// Nil when nothing listens (or the answer is not HTTP).
-    /// A TCP connection to 127.0.0.1:`port` whose reads time out after `timeoutSeconds`; nil when nothing
-    /// listens. The caller closes it.
-    public static func connect(port: Int, timeoutSeconds: Int) -> Int32? {
+    /// A TCP connection to 127.0.0.1:`port` whose reads time out after `timeoutSeconds`, with a receive buffer of
+    /// `receiveBufferBytes` when given (set before connecting, so that the window offered is that small); nil when
+    /// nothing listens. The caller closes it.
+    public static func connect(port: Int, timeoutSeconds: Int, receiveBufferBytes: Int32? = nil) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
+        if var bytes = receiveBufferBytes {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size))
+        }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
