@@ -8,7 +8,7 @@ import Foundation
 ///
 /// It forwards bytes both ways unchanged and reads the client's side as PostgreSQL frontend messages. Once
 /// ``armCut()`` was called, the next simple-query `COMMIT` sent on a connection that has run a `COPY` (the
-/// batch writer's) is forwarded to the server, and then the client's socket is closed at once: the server
+/// batch writer's) is forwarded to the server just after the client's socket is shut down: the server
 /// commits, the client sees its connection lost without an answer. The server's side is closed a second
 /// later, after it has processed the `COMMIT`. Each arming cuts one connection; later connections pass.
 public final class CommitCuttingProxy: @unchecked Sendable {
@@ -166,13 +166,15 @@ public final class CommitCuttingProxy: @unchecked Sendable {
                         }
                     }
                 }
-                guard Self.sendAll(message[...], to: server) else { return }
                 if cutNow {
-                    // The client loses its connection before any answer; the server still commits.
+                    // The client loses its connection before the COMMIT goes on, so no answer can reach it
+                    // however the threads are scheduled; the server still gets the COMMIT and commits.
                     shutdown(client, Int32(SHUT_RDWR))
+                    _ = Self.sendAll(message[...], to: server)
                     Thread.sleep(forTimeInterval: 1)
                     return
                 }
+                guard Self.sendAll(message[...], to: server) else { return }
             }
         }
     }
