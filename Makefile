@@ -18,6 +18,7 @@ test: deps lint build-info
 	scripts/browser-test
 	scripts/check-systemd
 	scripts/check-packaging
+	scripts/check-alert-rules
 	scripts/fuzz 30
 	scripts/chaos --short
 	scripts/failover-test
