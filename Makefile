@@ -64,9 +64,11 @@ failover-test: deps
 scale-test: deps
 	scripts/scale-test
 
-## make lint: the one formatter (.swift-format: 4 spaces, 120 columns); make format fixes.
+## make lint: the one formatter (.swift-format: 4 spaces, 120 columns); make format fixes. Then the docs: every
+## link and docs/ mention resolves, README.md at most 200 lines, docs/README.md lists every page (scripts/check-docs).
 lint:
 	$(SWIFT) format lint --strict -r Sources Tests Benchmarks Plugins Package.swift
+	scripts/check-docs
 
 format:
 	$(SWIFT) format -i -r Sources Tests Benchmarks Plugins Package.swift
