@@ -28,7 +28,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
 
     public init() {}
 
-    /// Home Assistant MQTT discovery (README.md, "Home Assistant").
+    /// Home Assistant MQTT discovery (docs/HOME-ASSISTANT.md).
     public struct HomeAssistantSettings: Sendable, Equatable {
         /// Publish retained discovery configs for every enabled native outlet (a switch and four sensors).
         public var discovery = false
@@ -62,7 +62,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
     /// The default of both share groups (`mqtt.share_group`, `commands.share_group`): none, plain
     /// subscriptions. mosquitto 2.0 restores a persistent session's plain subscriptions when it restarts but
     /// not its shared ones, so only a plain subscription queues the readings published between a broker
-    /// restart and outletd's reconnect (README, "Not promised"). Several instances set a group
+    /// restart and outletd's reconnect (docs/GUARANTEES.md, "Not promised"). Several instances set a group
     /// (docs/SCALING.md).
     public static let defaultShareGroup = ""
 
@@ -245,7 +245,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
         }
     }
 
-    /// The owner's app: JSON API and page (README.md, "For outlet owners").
+    /// The owner's app: JSON API and page (docs/OWNER-APP.md).
     public struct AppSettings: Sendable, Equatable {
         /// `host:port` of the app's API and page; empty (the default) turns it off.
         public var listen = ""

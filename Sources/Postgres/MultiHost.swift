@@ -3,7 +3,7 @@
 /// libpq tries the hosts in order and takes the first that answers and suits `target_session_attrs` (default
 /// `any`). outletd writes on every connection, so a connection string that names several hosts and says nothing
 /// of the kind of session gets `target_session_attrs=read-write`: after a failover, the reconnect finds the new
-/// primary instead of settling on the first host, now a standby (README, "PostgreSQL high availability").
+/// primary instead of settling on the first host, now a standby (docs/HIGH-AVAILABILITY.md).
 public enum MultiHost {
     /// How many hosts `connectionString` names (1 when it names one or none).
     public static func hostCount(_ connectionString: String) -> Int {
