@@ -130,7 +130,10 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]),
+            ],
+            // Web/ (the page: HTML, CSS, JavaScript) is embedded at build time (Plugins/EmbedWebPlugin).
+            exclude: ["Web"],
+            plugins: [.plugin(name: "EmbedWebPlugin")]),
         // The composition root: every part as a Service of one ServiceGroup.
         .target(
             name: "Daemon",
@@ -143,6 +146,9 @@ let package = Package(
         // The build tool that embeds sql/ into Storage, and its plugin.
         .executableTarget(name: "EmbedSQL"),
         .plugin(name: "EmbedSQLPlugin", capability: .buildTool(), dependencies: ["EmbedSQL"]),
+        // The build tool that embeds the owner's page (Sources/OwnerApp/Web) into OwnerApp, and its plugin.
+        .executableTarget(name: "EmbedWeb"),
+        .plugin(name: "EmbedWebPlugin", capability: .buildTool(), dependencies: ["EmbedWeb"]),
         .executableTarget(
             name: "outletd",
             dependencies: [
