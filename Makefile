@@ -8,10 +8,11 @@ SWIFT ?= swift
 run: deps build-info
 	scripts/demo
 
-## make test: install what is missing, build, run every test (they start their own servers),
-## then the short chaos run (kill -9, PostgreSQL and mosquitto restarts; under a minute) and the
-## PostgreSQL failover test (about 2 minutes on an idle machine).
+## make test: install what is missing, check the page's JavaScript (node --check), build, run every test
+## (they start their own servers), then the short chaos run (kill -9, PostgreSQL and mosquitto restarts;
+## under a minute) and the PostgreSQL failover test (about 2 minutes on an idle machine).
 test: deps lint build-info
+	scripts/check-page
 	$(SWIFT) build --build-tests
 	scripts/ha-venv
 	SWIFT=$(SWIFT) scripts/unit-tests
