@@ -51,6 +51,10 @@ let package = Package(
         // The domain: pure, I/O-free.
         .target(name: "Telemetry"),
 
+        // Alerts, pure: kinds and their rules, the incident state machine, messages, the outbox's rules
+        // (docs/ALERTS.md); Storage implements its store.
+        .target(name: "Alerts", dependencies: ["Telemetry"]),
+
         // The daemon, one target per seam (README.md, "Architecture"; a test compares that picture with
         // `swift package dump-package`).
         // Threads, database workers, locks, systemd: how outletd runs things, off Swift's cooperative pool.
@@ -84,7 +88,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "Config", "MessageSpool", "Observability", "Postgres", "Runtime", "Telemetry",
+                "Alerts", "Config", "MessageSpool", "Observability", "Postgres", "Runtime", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
@@ -123,7 +127,7 @@ let package = Package(
         .target(
             name: "OwnerApp",
             dependencies: [
-                "Config", "Postgres", "Runtime", "Storage", "Telemetry",
+                "Alerts", "Config", "Postgres", "Runtime", "Storage", "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
@@ -138,7 +142,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Automations", "Commands", "Compaction", "Config", "Ingest", "MessageSpool", "MQTT", "Observability",
+                "Alerts", "Automations", "Commands", "Compaction", "Config", "Ingest", "MessageSpool", "MQTT", "Observability",
                 "OwnerApp", "Postgres", "Routing", "Runtime", "Storage", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -152,7 +156,7 @@ let package = Package(
         .executableTarget(
             name: "outletd",
             dependencies: [
-                "CMalloc", "Commands", "Compaction", "Config", "Daemon", "Observability", "MQTT", "OwnerApp",
+                "Alerts", "CMalloc", "Commands", "Compaction", "Config", "Daemon", "Observability", "MQTT", "OwnerApp",
                 "Postgres", "Runtime", "Storage", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -180,13 +184,14 @@ let package = Package(
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"]),
+        .testTarget(name: "AlertsTests", dependencies: ["Alerts"]),
         .testTarget(name: "CompactionTests", dependencies: ["Compaction"]),
         .testTarget(name: "MQTTTests", dependencies: ["CSocketBuffers", "MQTT", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "Commands", "Compaction", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability",
+                "Alerts", "Commands", "Compaction", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability",
                 "OwnerApp", "Postgres", "Routing", "Runtime", "Storage", "Telemetry", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Yams", package: "Yams"),
             ]),
