@@ -4,7 +4,7 @@ import PackageDescription
 /// outletd: smart-outlet telemetry from MQTT into PostgreSQL.
 ///
 /// The targets mirror the architecture (see README.md, "Architecture"):
-/// C libraries → thin Swift faces (`MQTT`, `Postgres`) → pure domain (`Telemetry`)
+/// C libraries → thin Swift faces (`MQTT`, `Postgres`) → pure domain (`Telemetry`, the firmwares' `Protocols`)
 /// → the daemon (`Ingest`) → the executable (`outletd`).
 let package = Package(
     name: "outletd",
@@ -50,6 +50,9 @@ let package = Package(
 
         // The domain: pure, I/O-free.
         .target(name: "Telemetry"),
+        // The firmwares' dialects, pure: topics, payload decoders and command encoders of the native, Tasmota, Shelly,
+        // Zigbee2MQTT and ESPHome protocols.
+        .target(name: "Protocols", dependencies: ["Telemetry"]),
 
         // Alerts, pure: kinds and their rules, the incident state machine, messages, the outbox's rules
         // (docs/ALERTS.md); Storage implements its store.
@@ -88,7 +91,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "Alerts", "Config", "MessageSpool", "Observability", "Postgres", "Runtime", "Telemetry",
+                "Alerts", "Config", "MessageSpool", "Observability", "Postgres", "Protocols", "Runtime", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
@@ -99,12 +102,12 @@ let package = Package(
             name: "Compaction",
             dependencies: ["Config", "Postgres", "Runtime", .product(name: "Logging", package: "swift-log")]),
         // Which protocol and outlet a Tasmota or Shelly topic belongs to.
-        .target(name: "Routing", dependencies: ["Config", "MQTT", "Telemetry"]),
+        .target(name: "Routing", dependencies: ["Config", "MQTT", "Protocols", "Telemetry"]),
         // The writer: spool → classify → batches → PostgreSQL.
         .target(
             name: "Ingest",
             dependencies: [
-                "Config", "MessageSpool", "Observability", "Postgres", "Routing", "Runtime", "Storage",
+                "Config", "MessageSpool", "Observability", "Postgres", "Protocols", "Routing", "Runtime", "Storage",
                 "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
@@ -112,8 +115,8 @@ let package = Package(
         .target(
             name: "Commands",
             dependencies: [
-                "Config", "MQTT", "Observability", "Postgres", "Routing", "Runtime", "Storage", "Telemetry",
-                .product(name: "Logging", package: "swift-log"),
+                "Config", "MQTT", "Observability", "Postgres", "Protocols", "Routing", "Runtime", "Storage",
+                "Telemetry", .product(name: "Logging", package: "swift-log"),
             ]),
         // Outlets that act on their own: the automation runner (schedules, timers, power rules, group limits).
         .target(
@@ -157,7 +160,7 @@ let package = Package(
             name: "outletd",
             dependencies: [
                 "Alerts", "CMalloc", "Commands", "Compaction", "Config", "Daemon", "Observability", "MQTT", "OwnerApp",
-                "Postgres", "Runtime", "Storage", "Telemetry",
+                "Postgres", "Protocols", "Runtime", "Storage", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -167,7 +170,8 @@ let package = Package(
 
         // Benchmarks (not tests): Benchmarks/command-latency.sh runs this.
         .executableTarget(
-            name: "command-latency", dependencies: ["MQTT", "Telemetry"], path: "Benchmarks/CommandLatency"),
+            name: "command-latency", dependencies: ["MQTT", "Protocols", "Telemetry"],
+            path: "Benchmarks/CommandLatency"),
         // Figures for docs/ROLLUPS.md; not a test.
         .executableTarget(
             name: "outletd-bench",
@@ -179,11 +183,12 @@ let package = Package(
             name: "broker-ceiling", dependencies: ["Config", "MQTT"], path: "Benchmarks/BrokerCeiling"),
         // Decode cost per message of each protocol, for docs/PROTOCOLS.md; not a test.
         .executableTarget(
-            name: "protocol-decode-bench", dependencies: ["Telemetry"], path: "Benchmarks/ProtocolDecode"),
+            name: "protocol-decode-bench", dependencies: ["Protocols", "Telemetry"], path: "Benchmarks/ProtocolDecode"),
 
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"]),
+        .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "Telemetry"]),
         .testTarget(name: "AlertsTests", dependencies: ["Alerts"]),
         .testTarget(name: "CompactionTests", dependencies: ["Compaction"]),
         .testTarget(name: "MQTTTests", dependencies: ["CSocketBuffers", "MQTT", "TestSupport"]),
@@ -192,7 +197,7 @@ let package = Package(
             name: "IngestTests",
             dependencies: [
                 "Alerts", "Commands", "Compaction", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability",
-                "OwnerApp", "Postgres", "Routing", "Runtime", "Storage", "Telemetry", "TestSupport",
+                "OwnerApp", "Postgres", "Protocols", "Routing", "Runtime", "Storage", "Telemetry", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Yams", package: "Yams"),
             ]),
     ],

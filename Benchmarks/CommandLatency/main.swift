@@ -7,6 +7,7 @@
 // Run it through Benchmarks/command-latency.sh, which starts everything.
 import Foundation
 import MQTT
+import Protocols
 import Telemetry
 
 /// Lock-guarded measurements shared with the MQTT callback thread.

@@ -6,6 +6,7 @@
 // Decodes the documented payload of each protocol `messages` times per round and prints the median
 // nanoseconds per message over the rounds (the pure decoder only: no MQTT, spool or database).
 import Foundation
+import Protocols
 import Telemetry
 
 func option(_ name: String, _ fallback: Int) -> Int {

@@ -1,5 +1,5 @@
 // libFuzzer target: the native telemetry decoder must turn any bytes into readings or rejections,
-// never trap, hang or leak. Built by scripts/fuzz together with Sources/Telemetry.
+// never trap, hang or leak. Built by scripts/fuzz together with Sources/Telemetry and Sources/Protocols.
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,5 +1,6 @@
 // libFuzzer target: the Tasmota decoders (SENSOR/STATUS8 for two relays, state, LWT, discovery) must turn any
-// bytes into a reading, a rejection or an ignored kind, never trap, hang or leak. Built by scripts/fuzz with Sources/Telemetry.
+// bytes into a reading, a rejection or an ignored kind, never trap, hang or leak. Built by scripts/fuzz with
+// Sources/Telemetry and Sources/Protocols.
 import Foundation
 
 @_cdecl("LLVMFuzzerTestOneInput")

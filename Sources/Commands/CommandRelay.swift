@@ -4,6 +4,7 @@ import Logging
 import MQTT
 import Observability
 import Postgres
+import Protocols
 import Routing
 import Runtime
 import Storage

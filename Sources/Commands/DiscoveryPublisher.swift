@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import MQTT
 import Postgres
+import Protocols
 import Runtime
 import Storage
 import Telemetry

@@ -1,4 +1,5 @@
 import Foundation
+import Protocols
 import Telemetry
 
 /// Home Assistant MQTT discovery for outletd's outlets, of every protocol: what to publish, retained, for one

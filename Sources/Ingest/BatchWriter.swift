@@ -4,6 +4,7 @@ import Logging
 import MessageSpool
 import Observability
 import Postgres
+import Protocols
 import Routing
 import Runtime
 import ServiceLifecycle

@@ -1,4 +1,5 @@
 import Foundation
+import Protocols
 
 /// When the writer ends a batch and how much it reads next: a pure value, consulted by ``BatchWriter``'s
 /// loop after every read. The loop only does what it says (reads the spool, writes a batch), so the policy

@@ -1,4 +1,5 @@
 import Foundation
+import Protocols
 import Telemetry
 
 /// Where one MQTT message belongs, decided once from its topic by ``TopicRouter`` (in the MQTT callback) and

@@ -1,6 +1,7 @@
 import Config
 import Foundation
 import MQTT
+import Protocols
 import Telemetry
 
 /// A Tasmota, Shelly, Zigbee2MQTT or ESPHome topic, recognised by layout only (no registry lookup).

@@ -22,3 +22,6 @@ public struct Rejection: Sendable, Equatable, CustomStringConvertible {
         return "\(reason.rawValue): \(detail)"
     }
 }
+
+/// A rejection is what the payload and command parsers fail with.
+extension Rejection: Error {}

@@ -3,6 +3,7 @@ import Config
 import Daemon
 import Foundation
 import Observability
+import Protocols
 import Runtime
 import Storage
 import Telemetry

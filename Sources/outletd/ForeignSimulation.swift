@@ -1,5 +1,6 @@
 import Foundation
 import MQTT
+import Protocols
 import Runtime
 import Telemetry
 

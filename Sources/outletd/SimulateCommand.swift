@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import MQTT
 import Observability
+import Protocols
 import Runtime
 import Storage
 import Telemetry

@@ -1,6 +1,7 @@
 import Foundation
 import MQTT
 import Postgres
+import Protocols
 import Telemetry
 import TestSupport
 import Testing

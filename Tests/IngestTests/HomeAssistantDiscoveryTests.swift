@@ -2,6 +2,7 @@ import Foundation
 import MQTT
 import Observability
 import Postgres
+import Protocols
 import TestSupport
 import Testing
 

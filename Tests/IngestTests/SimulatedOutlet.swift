@@ -1,5 +1,6 @@
 import Foundation
 import MQTT
+import Protocols
 import Telemetry
 import TestSupport
 

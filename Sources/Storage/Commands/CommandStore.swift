@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Protocols
 import Runtime
 import Telemetry
 

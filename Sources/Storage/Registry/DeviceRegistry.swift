@@ -1,5 +1,6 @@
 import Foundation
 import OrderedCollections
+import Protocols
 import Runtime
 import Telemetry
 

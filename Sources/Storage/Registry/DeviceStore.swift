@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Protocols
 import Telemetry
 
 /// A row of `devices`, as the CLI shows it.

@@ -1,3 +1,5 @@
+import Telemetry
+
 /// An outlet announced by its firmware (Tasmota discovery, Shelly announce, Zigbee2MQTT's `bridge/devices`, ESPHome
 /// discovery), suggested for registration.
 public struct DeviceSuggestion: Sendable, Equatable {

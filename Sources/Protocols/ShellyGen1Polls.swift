@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// Pairs the two messages of one Shelly Gen1 poll, `relay/<n>/power` and `relay/<n>/energy`, so that a sample
 /// carries the counter of its own poll (PROTOCOLS.md: one plain value per topic).

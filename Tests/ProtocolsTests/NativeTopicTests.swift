@@ -1,3 +1,4 @@
+import Protocols
 import Telemetry
 import Testing
 

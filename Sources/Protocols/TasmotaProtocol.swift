@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// Tasmota's MQTT topics and payloads (see PROTOCOLS.md, "Tasmota").
 ///

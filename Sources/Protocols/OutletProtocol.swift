@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// The protocols outletd speaks, by the value of `devices.protocol` (see PROTOCOLS.md).
 public enum OutletProtocol: String, Sendable, CaseIterable, Codable {

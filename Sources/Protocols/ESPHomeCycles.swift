@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// Pairs an ESPHome node's separate sensor messages into one sample per update cycle (docs/ZIGBEE-ESPHOME.md, "ESPHome":
 /// the rule).

@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// Native telemetry payloads.
 ///
@@ -287,7 +288,7 @@ private struct DecodingContext {
         case .number(let number):
             return number
         case .string(let text):
-            guard let number = JSONParser.parseNumber(utf8: text.trimmingASCIISpaces()) else {
+            guard let number = value.numberValue(acceptingNumericString: true) else {
                 throw ReadingFailure(.wrongType, "\(key.name) \(quoted(text)) is not a number")
             }
             return number

@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// Shelly Gen1 (Plug, Plug S): one plain value per topic under `<gen1 prefix>/<id>/` (see PROTOCOLS.md).
 public enum ShellyGen1Protocol {
@@ -45,7 +46,7 @@ public enum ShellyGen1Protocol {
     public static func number(_ payload: [UInt8]) -> Result<Double?, Rejection> {
         let text = PayloadText.trimmed(payload)
         if text.isEmpty || text == "null" { return .success(nil) }
-        guard let value = JSONParser.parseNumber(utf8: text.utf8[...]), value.isFinite else {
+        guard let value = JSONParser.parseNumber(text), value.isFinite else {
             return .failure(Rejection(reason: .wrongType, detail: "\"\(text.prefix(40))\" is not a number"))
         }
         return .success(value)

@@ -1,3 +1,5 @@
+import Telemetry
+
 extension Zigbee2MQTTProtocol {
     /// Reads the retained `<base>/bridge/devices` list: one suggestion per device that is an outlet with a meter,
     /// i.e. whose exposes include `power`, or `state` and `energy` (a switch whose counter is all it meters).

@@ -1,4 +1,5 @@
 import Foundation
+import Protocols
 import Telemetry
 import Testing
 

@@ -1,3 +1,5 @@
+import Telemetry
+
 /// The seam between outletd's command lifecycle and one firmware's way of switching.
 ///
 /// The relay knows commands, states and availability; a `SwitchProtocol` knows topics and payloads. One

@@ -1,3 +1,5 @@
+import Telemetry
+
 /// outletd's own MQTT protocol: topics `<prefix>/<code>/<kind>` and JSON telemetry payloads.
 ///
 /// The prefix is configuration (default `outlets`) and may have several levels (`site1/outlets`). See

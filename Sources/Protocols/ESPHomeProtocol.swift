@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// ESPHome's MQTT: one plain value per entity under the node's topic prefix (docs/ZIGBEE-ESPHOME.md, "ESPHome").
 ///
@@ -198,7 +199,7 @@ public enum ESPHomeProtocol {
     public static func value(_ payload: [UInt8]) -> Result<Double?, Rejection> {
         let text = PayloadText.trimmed(payload)
         if text.isEmpty || text.lowercased() == "nan" || text == "None" || text == "null" { return .success(nil) }
-        guard let value = JSONParser.parseNumber(utf8: text.utf8[...]), value.isFinite else {
+        guard let value = JSONParser.parseNumber(text), value.isFinite else {
             return .failure(Rejection(reason: .wrongType, detail: "\"\(text.prefix(40))\" is not a number"))
         }
         return .success(value)

@@ -1,3 +1,5 @@
+import Telemetry
+
 /// ESPHome's own Home Assistant discovery: `<discovery prefix>/<component>/<node>/<object id>/config`, with long
 /// keys or the abbreviated ones ESPHome sends by default (`stat_t`, `dev_cla`, `unit_of_meas`, `stat_cla`).
 ///

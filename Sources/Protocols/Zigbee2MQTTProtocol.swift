@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// Zigbee2MQTT: Zigbee plugs behind the bridge, one JSON state per device under `<base>/<friendly name>`
 /// (docs/ZIGBEE-ESPHOME.md, "Zigbee2MQTT").

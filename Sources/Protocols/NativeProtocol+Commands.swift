@@ -1,3 +1,5 @@
+import Telemetry
+
 /// Switching in the native protocol.
 ///
 /// - `<prefix>/<code>/set` (operator): `on`, `off`, `toggle`, or `{"state":"on","request_id":"r1","requested_by":"ana"}`
@@ -157,9 +159,6 @@ extension NativeProtocol {
     }
 }
 
-/// A rejection is what the command parsers fail with.
-extension Rejection: Error {}
-
 /// One message on `<prefix>/<code>/set/result`: what became of a request.
 ///
 /// `{"result":"confirmed","command_id":42,"state":"on","request_id":"r1","source":"mqtt","requested_by":"ana",
@@ -202,24 +201,4 @@ public struct SwitchResult: Sendable, Equatable {
         if let at { fields.append(#""at":\#(jsonString(at))"#) }
         return Array(("{" + fields.joined(separator: ",") + "}").utf8)
     }
-}
-
-/// `text` as a JSON string literal (quotes, backslashes and every control character escaped: C0, and DEL and C1
-/// too, which JSON allows raw but a terminal showing the text might act on).
-public func jsonString(_ text: String) -> String {
-    var result = "\""
-    for scalar in text.unicodeScalars {
-        switch scalar {
-        case "\"": result += "\\\""
-        case "\\": result += "\\\\"
-        case "\n": result += "\\n"
-        case "\r": result += "\\r"
-        case "\t": result += "\\t"
-        case _ where OwnerText.isControl(scalar):
-            let hex = String(scalar.value, radix: 16)
-            result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-        default: result.unicodeScalars.append(scalar)
-        }
-    }
-    return result + "\""
 }
