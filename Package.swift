@@ -91,8 +91,8 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "Alerts", "Config", "MessageSpool", "Observability", "Postgres", "Protocols", "Runtime", "Telemetry",
-                .product(name: "Logging", package: "swift-log"),
+                "Alerts", "Automations", "Config", "MessageSpool", "Observability", "Postgres", "Protocols", "Runtime",
+                "Telemetry", .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
             // sql/ is embedded at build time (Plugins/EmbedSQLPlugin): nothing generated is committed.
@@ -118,11 +118,12 @@ let package = Package(
                 "Config", "MQTT", "Observability", "Postgres", "Protocols", "Routing", "Runtime", "Storage",
                 "Telemetry", .product(name: "Logging", package: "swift-log"),
             ]),
-        // Outlets that act on their own: the automation runner (schedules, timers, power rules, group limits).
+        // Outlets that act on their own: the rules, every decision of a round and the runner, the SQL behind a
+        // protocol that Storage implements (schedules, timers, power rules, group limits).
         .target(
             name: "Automations",
             dependencies: [
-                "Config", "Postgres", "Runtime", "Storage", "Telemetry",
+                "Config", "Postgres", "Runtime", "Telemetry",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -130,7 +131,7 @@ let package = Package(
         .target(
             name: "OwnerApp",
             dependencies: [
-                "Alerts", "Config", "Postgres", "Runtime", "Storage", "Telemetry",
+                "Alerts", "Automations", "Config", "Postgres", "Runtime", "Storage", "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
@@ -159,8 +160,8 @@ let package = Package(
         .executableTarget(
             name: "outletd",
             dependencies: [
-                "Alerts", "CMalloc", "Commands", "Compaction", "Config", "Daemon", "Observability", "MQTT", "OwnerApp",
-                "Postgres", "Protocols", "Runtime", "Storage", "Telemetry",
+                "Alerts", "Automations", "CMalloc", "Commands", "Compaction", "Config", "Daemon", "Observability",
+                "MQTT", "OwnerApp", "Postgres", "Protocols", "Runtime", "Storage", "Telemetry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -188,6 +189,7 @@ let package = Package(
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"]),
+        .testTarget(name: "AutomationsTests", dependencies: ["Automations", "Telemetry"]),
         .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "Telemetry"]),
         .testTarget(name: "AlertsTests", dependencies: ["Alerts"]),
         .testTarget(name: "CompactionTests", dependencies: ["Compaction"]),
@@ -196,9 +198,10 @@ let package = Package(
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "Alerts", "Commands", "Compaction", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT", "Observability",
-                "OwnerApp", "Postgres", "Protocols", "Routing", "Runtime", "Storage", "Telemetry", "TestSupport",
-                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Yams", package: "Yams"),
+                "Alerts", "Automations", "Commands", "Compaction", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT",
+                "Observability", "OwnerApp", "Postgres", "Protocols", "Routing", "Runtime", "Storage", "Telemetry",
+                "TestSupport", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Yams", package: "Yams"),
             ]),
     ],
     swiftLanguageModes: [.v6]

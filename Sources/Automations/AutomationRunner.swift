@@ -4,7 +4,6 @@ import Foundation
 import Logging
 import Postgres
 import Runtime
-import Storage
 import Telemetry
 
 /// The automation runner (docs/AUTOMATIONS.md): every `automations.interval_ms` it fires the schedules and timers
@@ -14,8 +13,9 @@ import Telemetry
 /// evaluation is a transaction that locks the rules it looks at (`FOR UPDATE SKIP LOCKED`), so a rule is
 /// evaluated by one instance at a time and each firing happens once; the state a rule is in lives in its row, so
 /// any instance goes on where another stopped. A firing is a command row (source `automation`); the command
-/// relay of whichever instance hears of it publishes it.
-public struct AutomationRunner: DatabaseJob {
+/// relay of whichever instance hears of it publishes it. What a round decides is ``AutomationRound``'s; the store
+/// on each connection comes from `makeStore` (the composition root passes `Storage`'s `AutomationStore`).
+public struct AutomationRunner<Store: AutomationRuleStore>: DatabaseJob {
     public struct Settings: Sendable {
         public var instanceID: String
         public var catchUpSeconds: Double
@@ -30,31 +30,29 @@ public struct AutomationRunner: DatabaseJob {
 
     public var name: String { "outletd-automations" }
     private let settings: Settings
+    private let makeStore: @Sendable (PostgresConnection) -> Store
     private let metricsFactory: any MetricsFactory
     private let logger: Logger
 
-    public init(settings: Settings, metricsFactory: any MetricsFactory, logger: Logger) {
+    public init(
+        settings: Settings, store makeStore: @escaping @Sendable (PostgresConnection) -> Store,
+        metricsFactory: any MetricsFactory, logger: Logger
+    ) {
         self.settings = settings
+        self.makeStore = makeStore
         self.metricsFactory = metricsFactory
         self.logger = logger
     }
 
     public func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
-        let store = AutomationStore(connection: connection)
+        let store = makeStore(connection)
+        let round = AutomationRound(instanceID: settings.instanceID, catchUpSeconds: settings.catchUpSeconds)
         if context.reconnected { logger.info("automation runner recovered") }
         var memory = PowerWatchMemory()
         while !context.stop.isSet {
-            try evaluate(store, &memory)
+            for outcome in try round.run(store, memory: &memory) { report(outcome) }
             _ = context.stop.sleep(seconds: settings.intervalSeconds)
         }
-    }
-
-    /// One round: due schedules and timers, then outlets' power rules, then group limits.
-    func evaluate(_ store: AutomationStore, _ memory: inout PowerWatchMemory) throws {
-        var outcomes = try store.runDue(instanceID: settings.instanceID, catchUpSeconds: settings.catchUpSeconds)
-        outcomes += try store.watchOutlets(instanceID: settings.instanceID, memory: &memory)
-        outcomes += try store.watchGroups(instanceID: settings.instanceID)
-        for outcome in outcomes { report(outcome) }
     }
 
     private func report(_ outcome: AutomationOutcome) {

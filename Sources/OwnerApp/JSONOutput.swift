@@ -1,3 +1,4 @@
+import Automations
 import Foundation
 import Hummingbird
 import NIOCore

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Automations
 import Foundation
 import Storage
 import Telemetry
@@ -18,7 +19,7 @@ struct AutomationCommand: ParsableCommand {
     }
 
     /// The operator the CLI acts for: `operator:$USER`.
-    static var actor: AutomationActor { .operator_(ProcessInfo.processInfo.environment["USER"] ?? "cli") }
+    static var actor: AutomationActor { .operatorUser(name: ProcessInfo.processInfo.environment["USER"] ?? "cli") }
 
     static func duration(_ text: String, _ name: String) throws -> Int {
         guard let seconds = AutomationDuration.parse(text) else {

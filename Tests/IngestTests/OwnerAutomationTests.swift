@@ -1,3 +1,4 @@
+import Automations
 import Foundation
 import Postgres
 import Runtime
@@ -210,7 +211,8 @@ import Testing
             )
             let connection = try PostgresConnection(connectionString: app.url)
             defer { connection.close() }
-            let outcomes = try AutomationStore(connection: connection).runDue(instanceID: "test", catchUpSeconds: 60)
+            let outcomes = try AutomationRound(instanceID: "test", catchUpSeconds: 60).runDue(
+                AutomationStore(connection: connection))
             #expect(outcomes.map(\.result) == [.fired])
             let fired = try await app.send("GET", "/api/v1/outlets/kit-1", token: ana)
             let last = fired.json?["last_automation"]

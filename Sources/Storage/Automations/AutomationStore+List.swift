@@ -1,3 +1,4 @@
+import Automations
 import Foundation
 import Postgres
 import Telemetry
@@ -130,9 +131,8 @@ extension AutomationStore {
         let rule: AutomationRule
         switch kind {
         case .schedule:
-            let days = (result[row, 6] ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "{}"))
-                .split(separator: ",").compactMap { Int($0).flatMap(Weekday.init(isoNumber:)) }
-            rule = .schedule(state: state, minute: try result.int(row: row, column: 5) ?? 0, days: days)
+            rule = .schedule(
+                state: state, minute: try result.int(row: row, column: 5) ?? 0, days: Self.weekdays(result[row, 6]))
         case .timer:
             rule = .timer(state: state, at: try result.date(row: row, column: 7) ?? .distantPast)
         case .overPower:

@@ -1,16 +1,7 @@
+import Automations
 import Foundation
 import Postgres
 import Telemetry
-
-/// What an owner's outlet does next by itself and what it did last: the owners' app's outlet detail.
-public struct OutletAutomationGlance: Sendable, Equatable {
-    /// The owner's enabled schedule or timer due soonest (its `nextDueAt` set), or nil.
-    public var next: AutomationRecord?
-    /// The newest firing of any of the owner's automations of the outlet (not removed), or nil.
-    public var last: AutomationFiring?
-    /// The zone the outlet's clock reads (IANA name).
-    public var timeZone: String
-}
 
 extension AutomationStore {
     /// The laterals a glance reads for outlet `device` (an expression of its `devices.id`) and owner `owner` (of its
@@ -63,9 +54,9 @@ extension AutomationStore {
         {
             let rule: AutomationRule
             if kind == .schedule {
-                let days = (result[row, at(4)] ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "{}"))
-                    .split(separator: ",").compactMap { Int($0).flatMap(Weekday.init(isoNumber:)) }
-                rule = .schedule(state: state, minute: try result.int(row: row, column: at(3)) ?? 0, days: days)
+                rule = .schedule(
+                    state: state, minute: try result.int(row: row, column: at(3)) ?? 0,
+                    days: weekdays(result[row, at(4)]))
             } else {
                 rule = .timer(state: state, at: try result.date(row: row, column: at(5)) ?? .distantPast)
             }

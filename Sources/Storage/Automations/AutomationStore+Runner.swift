@@ -1,27 +1,18 @@
+import Automations
 import Foundation
 import Postgres
 import Telemetry
 
-/// What one evaluation recorded: a row of `automation_firings`.
-public struct AutomationOutcome: Sendable, Equatable {
-    public var automationID: Int64
-    public var kind: AutomationKind
-    public var code: String?
-    public var result: AutomationResult
-    public var commandID: Int64?
-    public var dueAt: Date
-    public var reason: String
-}
+/// The runner's side (docs/AUTOMATIONS.md, "How a firing happens once"): the typed SQL of ``AutomationRuleStore``.
+/// Each `with…` method is one transaction that keeps other instances' runners off the rules it reads (the due ones
+/// `FOR UPDATE SKIP LOCKED`; the power rules and the group limits as a whole by an advisory lock each); what the
+/// round records and saves in it commits with it, so that whatever instance evaluates next goes on from there. A
+/// kill at any point leaves either all of a firing (row, command, new state) or none of it. What fires, and why, is
+/// decided in `Automations` (``AutomationRound``).
+extension AutomationStore: AutomationRuleStore, AutomationRuleTransaction {
+    public typealias Transaction = AutomationStore
 
-/// The runner's side (docs/AUTOMATIONS.md, "How a firing happens once"): each method is one transaction that keeps
-/// other instances' runners off the rules it evaluates (the due ones `FOR UPDATE SKIP LOCKED`; the power rules as a
-/// whole by an advisory lock), records what they did, requests the commands, and saves where the rules are, so that
-/// whatever instance evaluates next goes on from there. A kill at any point leaves either all of a firing (row,
-/// command, new state) or none of it.
-extension AutomationStore {
-    /// Fires or records as missed every schedule and timer due by now, at most `limit` rules at a time. A firing
-    /// later than `catchUpSeconds` (no outletd ran when it was due) is recorded as missed instead.
-    public func runDue(instanceID: String, catchUpSeconds: Double, limit: Int = 200) throws -> [AutomationOutcome] {
+    public func withRulesDue<T>(limit: Int, _ body: (AutomationStore, [DueRule]) throws -> T) throws -> T {
         try connection.transaction {
             let due = try connection.execute(
                 """
@@ -35,106 +26,58 @@ extension AutomationStore {
                 LIMIT $1
                 FOR UPDATE OF a SKIP LOCKED
                 """, [Int64(limit)])
-            var outcomes: [AutomationOutcome] = []
+            var rules: [DueRule] = []
             for row in 0..<due.rowCount {
                 guard let id = try due.int64(row: row, column: 0),
                     let kind = AutomationKind(rawValue: due[row, 1] ?? ""),
                     let state = due[row, 2].flatMap(SwitchState.init(rawValue:)),
-                    var next = try due.date(row: row, column: 5), let now = try due.date(row: row, column: 11)
+                    let next = try due.date(row: row, column: 5), let now = try due.date(row: row, column: 11)
                 else { continue }
-                let target = Target(
-                    deviceID: try due.int64(row: row, column: 6), code: due[row, 7],
-                    enabled: try due.bool(row: row, column: 8) ?? false,
-                    ownerStillOwns: try due.bool(row: row, column: 10) ?? false)
-                let zone = TimeZone(identifier: due[row, 9] ?? "UTC") ?? .gmt
-                let minute = try due.int(row: row, column: 3) ?? 0
-                let days = (due[row, 4] ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "{}"))
-                    .split(separator: ",").compactMap { Int($0).flatMap(Weekday.init(isoNumber:)) }
-                var dueAt: Date? = next
-                // A rule due several times over (outletd was down for days) records each occurrence, bounded.
-                var occurrences = 0
-                while let at = dueAt, at <= now, occurrences < 400 {
-                    occurrences += 1
-                    let late = now.timeIntervalSince(at)
-                    let what =
-                        kind == .schedule
-                        ? "schedule: \(state.rawValue) at \(Tariff.clock(minute)) \(Weekday.describe(days))"
-                        : "timer: \(state.rawValue)"
-                    if late > catchUpSeconds {
-                        let reason =
-                            "missed: \(what) was due \(Int(late)) s ago, while no outletd ran "
-                            + "(automations.catch_up_seconds: \(Int(catchUpSeconds)))"
-                        if let outcome = try record(
-                            id: id, kind: kind, target: target, state: state, dueAt: at, cause: reason,
-                            result: .missed, instanceID: instanceID)
-                        {
-                            outcomes.append(outcome)
-                        }
-                    } else if let outcome = try record(
-                        id: id, kind: kind, target: target, state: state, dueAt: at,
-                        cause: late < 1 ? what : "\(what) (\(Int(late)) s late, caught up at start)",
-                        result: .fired, instanceID: instanceID)
-                    {
-                        outcomes.append(outcome)
-                    }
-                    dueAt =
-                        kind == .schedule ? ScheduleClock.next(after: at, minute: minute, days: days, in: zone) : nil
-                    if let following = dueAt { next = following }
-                }
-                try connection.execute("UPDATE automations SET next_due_at = $2 WHERE id = $1", [id, dueAt])
+                rules.append(
+                    DueRule(
+                        id: id, kind: kind, state: state, minute: try due.int(row: row, column: 3) ?? 0,
+                        days: Self.weekdays(due[row, 4]), nextDueAt: next,
+                        target: AutomationTarget(
+                            deviceID: try due.int64(row: row, column: 6), code: due[row, 7],
+                            enabled: try due.bool(row: row, column: 8) ?? false,
+                            ownerStillOwns: try due.bool(row: row, column: 10) ?? false),
+                        zone: TimeZone(identifier: due[row, 9] ?? "UTC") ?? .gmt, now: now))
             }
-            return outcomes
+            return try body(self, rules)
         }
     }
 
-    /// The outlet a firing acts on, and whether it may.
-    struct Target {
-        var deviceID: Int64?
-        var code: String?
-        var enabled: Bool
-        /// False when an owner made the rule and no longer owns the outlet.
-        var ownerStillOwns: Bool
+    public func saveNextDue(automationID: Int64, _ next: Date?) throws {
+        try connection.execute("UPDATE automations SET next_due_at = $2 WHERE id = $1", [automationID, next])
     }
 
-    /// Records one firing (once: a second record of the same due instant is nothing) and, when it fires, requests
-    /// its command. A rule that meets on a disabled outlet, or on an outlet its owner released, is recorded as
-    /// skipped with the reason.
-    func record(
-        id: Int64, kind: AutomationKind, target: Target, state: SwitchState?, dueAt: Date, cause: String,
-        result: AutomationResult, instanceID: String
-    ) throws -> AutomationOutcome? {
-        var result = result
-        var reason = cause
-        if result == .fired {
-            if target.code == nil {
-                result = .skipped
-            } else if !target.enabled {
-                result = .skipped
-                reason = "disabled_device: outlet \(target.code ?? "?") is disabled; \(cause)"
-            } else if !target.ownerStillOwns {
-                result = .skipped
-                reason = "not_owner: the owner who made the rule no longer owns the outlet; \(cause)"
-            }
-        }
+    public func record(_ firing: PlannedFiring, instanceID: String) throws -> RecordedFiring? {
         let inserted = try connection.execute(
             """
             INSERT INTO automation_firings (automation_id, due_at, result, device_id, state, reason, instance_id)
             VALUES ($1, $2, $3, $4, $5, $6, $7)
             ON CONFLICT (automation_id, due_at, (coalesce(device_id, 0))) DO NOTHING
             RETURNING id
-            """, [id, dueAt, result.rawValue, target.deviceID, state?.rawValue, reason, instanceID])
+            """,
+            [
+                firing.automationID, firing.dueAt, firing.result.rawValue, firing.target.deviceID,
+                firing.state?.rawValue, firing.reason, instanceID,
+            ])
         guard let firingID = try inserted.rowCount == 1 ? inserted.int64(row: 0, column: 0) : nil else { return nil }
-        var commandID: Int64?
-        if result == .fired, let code = target.code, let state {
-            let command = try CommandStore(connection: connection).enqueue(
-                code: code, requested: state == .on ? .on : .off, source: .automation,
-                requestedBy: "automation:\(id)", requestID: nil)
-            try connection.execute("UPDATE commands SET cause = $2 WHERE id = $1", [command, cause])
-            try connection.execute("UPDATE automation_firings SET command_id = $2 WHERE id = $1", [firingID, command])
-            commandID = command
+        guard firing.result == .fired, let code = firing.target.code, let state = firing.state else {
+            return RecordedFiring(commandID: nil)
         }
-        return AutomationOutcome(
-            automationID: id, kind: kind, code: target.code, result: result, commandID: commandID, dueAt: dueAt,
-            reason: reason)
+        let command = try CommandStore(connection: connection).enqueue(
+            code: code, requested: state == .on ? .on : .off, source: .automation,
+            requestedBy: "automation:\(firing.automationID)", requestID: nil)
+        try connection.execute("UPDATE commands SET cause = $2 WHERE id = $1", [command, firing.cause])
+        try connection.execute("UPDATE automation_firings SET command_id = $2 WHERE id = $1", [firingID, command])
+        return RecordedFiring(commandID: command)
+    }
+
+    /// `{1,2,3}` (ISO weekday numbers) as weekdays.
+    static func weekdays(_ text: String?) -> [Weekday] {
+        (text ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "{}"))
+            .split(separator: ",").compactMap { Int($0).flatMap(Weekday.init(isoNumber:)) }
     }
 }

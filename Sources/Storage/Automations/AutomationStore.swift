@@ -1,76 +1,10 @@
+import Automations
 import Foundation
 import Postgres
 import Telemetry
 
-/// An automation as `outletd automation list` and the owners' API show it.
-public struct AutomationRecord: Sendable, Equatable {
-    public var id: Int64
-    public var rule: AutomationRule
-    /// The outlet (nil for a group limit).
-    public var code: String?
-    public var enabled: Bool
-    public var removed: Bool
-    /// `operator:<user>` or `owner:<name>`.
-    public var createdBy: String
-    public var createdAt: Date?
-    /// The next firing of a schedule or timer (nil: none).
-    public var nextDueAt: Date?
-    /// The zone a schedule's clock reads.
-    public var timeZone: String?
-    /// What it did last.
-    public var lastFiring: AutomationFiring?
-}
-
-/// One row of `automation history`.
-public struct AutomationFiring: Sendable, Equatable {
-    public var id: Int64
-    public var automationID: Int64
-    public var kind: AutomationKind
-    public var code: String?
-    public var dueAt: Date
-    public var recordedAt: Date
-    public var result: AutomationResult
-    public var state: SwitchState?
-    public var commandID: Int64?
-    /// The command's status now (`confirmed`, `timed_out`, …).
-    public var commandStatus: String?
-    public var reason: String
-}
-
-/// A refused automation request, said so an operator or owner can fix it.
-public struct AutomationError: Error, Sendable, CustomStringConvertible, Equatable {
-    public var message: String
-    /// Whether the thing named does not exist (or is someone else's): the API's 404.
-    public var notFound: Bool
-
-    public init(_ message: String, notFound: Bool = false) {
-        self.message = message
-        self.notFound = notFound
-    }
-
-    public var description: String { message }
-}
-
-/// Who asks: the operator (CLI, any outlet) or an owner of the app (their outlets only, not group limits).
-public enum AutomationActor: Sendable, Equatable {
-    case operator_(String)
-    case owner(id: Int64, name: String)
-
-    public var createdBy: String {
-        switch self {
-        case .operator_(let user): "operator:\(user)"
-        case .owner(_, let name): "owner:\(name)"
-        }
-    }
-
-    public var ownerID: Int64? {
-        if case .owner(let id, _) = self { return id }
-        return nil
-    }
-}
-
-/// The SQL of automations (migration 22): adding, listing, enabling, removing, history. What the runner does is in
-/// AutomationStore+Runner.swift.
+/// The SQL of automations (migration 22): adding, listing, enabling, removing, history; and the runner's typed
+/// reads and writes (``AutomationRuleStore``, AutomationStore+Runner.swift), whose decisions are `Automations`'.
 public struct AutomationStore {
     public let connection: PostgresConnection
 

@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// A reading as power rules see it: when it was measured and the power.
 public struct PowerReading: Sendable, Equatable {
@@ -19,7 +20,8 @@ public struct PowerReading: Sendable, Equatable {
 /// long it lasts; the next run can fire again. The power between two readings is taken to be the earlier one's, so
 /// the rule needs a reading at or after the hold to be met: a silent outlet never meets a rule.
 ///
-/// Pure and persisted as three instants (`automation_watch`), so any instance can continue where another stopped.
+/// Pure and persisted as three instants, the rule's `watch_run_start`, `watch_seen_until` and `watch_fired_run` in
+/// `automations`, so any instance can continue where another stopped.
 public struct PowerWatch: Sendable, Equatable {
     /// The condition a reading meets.
     public enum Condition: Sendable, Equatable {

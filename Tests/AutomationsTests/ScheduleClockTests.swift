@@ -1,3 +1,4 @@
+import Automations
 import Foundation
 import Telemetry
 import Testing

@@ -1,3 +1,4 @@
+import Automations
 import Foundation
 import Telemetry
 import Testing
@@ -137,7 +138,7 @@ struct PowerRuleTests {
             rule: Self.group)
         #expect(actions.isEmpty)
         actions = watch.follow([(2, PowerReading(at: Self.t0.addingTimeInterval(161), watts: 150))], rule: Self.group)
-        #expect(actions == [.restore(index: 0, total: 1_150, watts: 2_000, at: Self.t0.addingTimeInterval(161))])
+        #expect(actions == [.restore(index: 0, watts: 2_000, total: 1_150, at: Self.t0.addingTimeInterval(161))])
         #expect(watch.members[0].shedAt == nil)
     }
 

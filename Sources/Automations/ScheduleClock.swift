@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// When a schedule fires: a local time on given weekdays, in a time zone, across daylight-saving changes.
 ///

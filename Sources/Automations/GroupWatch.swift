@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// How a group-limit rule follows its outlets' readings (docs/AUTOMATIONS.md, "Group limits").
 ///
@@ -12,7 +13,9 @@ import Foundation
 ///   drew when shed has stayed below the limit minus the margin for `afterSeconds`, it is switched back on, and the
 ///   wait starts again for the next.
 ///
-/// Pure: the state is persisted (`automation_watch`, `automation_group_members`) between evaluations.
+/// Pure: the state is persisted between evaluations in the group's row of `automations` (``runStart`` as
+/// `watch_run_start`, ``belowSince``, ``firedRun``, ``seenUntil`` as `watch_below_since`, `watch_fired_run`,
+/// `watch_seen_until`) and its members' rows of `automation_group_members` (`shed_at`, `shed_watts`).
 public struct GroupWatch: Sendable, Equatable {
     /// A member of the group, least important first.
     public struct Member: Sendable, Equatable {
@@ -36,30 +39,30 @@ public struct GroupWatch: Sendable, Equatable {
     public enum Action: Sendable, Equatable {
         /// Switch member `index` off; it drew `watts`; the total was `total`.
         case shed(index: Int, watts: Double, total: Double, at: Date)
-        /// Switch member `index` back on; it drew `watts` when shed.
-        case restore(index: Int, total: Double, watts: Double, at: Date)
+        /// Switch member `index` back on; it drew `watts` when shed; the total was `total`.
+        case restore(index: Int, watts: Double, total: Double, at: Date)
         /// Above the limit for the hold, and every member is shed or draws nothing.
         case nothingToShed(total: Double, at: Date)
     }
 
     public var members: [Member]
-    /// Since when the total has been above the limit (nil: not above).
-    public var aboveSince: Date?
+    /// The first reading of the current run above the limit (nil: not above), or since the last shed of this run.
+    public var runStart: Date?
     /// Since when the restore condition has held (nil: it does not).
     public var belowSince: Date?
-    /// The stretch above the limit for which "nothing to shed" was said.
-    public var exhaustedRun: Date?
+    /// The start of the run above the limit for which "nothing to shed" was recorded: a run says it once.
+    public var firedRun: Date?
     /// The newest reading followed.
     public var seenUntil: Date?
 
     public init(
-        members: [Member], aboveSince: Date? = nil, belowSince: Date? = nil, exhaustedRun: Date? = nil,
+        members: [Member], runStart: Date? = nil, belowSince: Date? = nil, firedRun: Date? = nil,
         seenUntil: Date? = nil
     ) {
         self.members = members
-        self.aboveSince = aboveSince
+        self.runStart = runStart
         self.belowSince = belowSince
-        self.exhaustedRun = exhaustedRun
+        self.firedRun = firedRun
         self.seenUntil = seenUntil
     }
 
@@ -79,8 +82,8 @@ public struct GroupWatch: Sendable, Equatable {
             let total = self.total
             guard total <= rule.watts else {
                 belowSince = nil
-                let since = aboveSince ?? reading.at
-                aboveSince = since
+                let since = runStart ?? reading.at
+                runStart = since
                 guard reading.at.timeIntervalSince(since) >= Double(rule.holdSeconds) else { continue }
                 if let victim = members.indices.first(where: {
                     members[$0].shedAt == nil && (members[$0].watts ?? 0) > 0
@@ -88,15 +91,15 @@ public struct GroupWatch: Sendable, Equatable {
                     let watts = members[victim].watts ?? 0
                     members[victim].shedAt = reading.at
                     members[victim].shedWatts = watts
-                    aboveSince = nil
+                    runStart = nil
                     actions.append(.shed(index: victim, watts: watts, total: total, at: reading.at))
-                } else if exhaustedRun != since {
-                    exhaustedRun = since
+                } else if firedRun != since {
+                    firedRun = since
                     actions.append(.nothingToShed(total: total, at: reading.at))
                 }
                 continue
             }
-            aboveSince = nil
+            runStart = nil
             guard let restore = rule.restore,
                 let candidate = members.indices.filter({ members[$0].shedAt != nil })
                     .max(by: { (members[$0].shedAt ?? .distantPast) < (members[$1].shedAt ?? .distantPast) })
@@ -115,7 +118,7 @@ public struct GroupWatch: Sendable, Equatable {
                 members[candidate].shedAt = nil
                 members[candidate].shedWatts = nil
                 belowSince = nil
-                actions.append(.restore(index: candidate, total: total, watts: drew, at: reading.at))
+                actions.append(.restore(index: candidate, watts: drew, total: total, at: reading.at))
             }
         }
         return actions

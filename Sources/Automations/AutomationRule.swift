@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 
 /// What an automation is (docs/AUTOMATIONS.md): a rule that switches an outlet, or a group of outlets, by itself.
 public enum AutomationKind: String, Sendable, CaseIterable, Codable {
@@ -158,6 +159,9 @@ public enum AutomationRule: Sendable, Equatable {
     public static func watts(_ value: Double) -> String {
         value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
+
+    /// Measured watts to a tenth, as causes and reasons show them: `2100`, `1999.9`.
+    public static func roundedWatts(_ value: Double) -> String { watts((value * 10).rounded() / 10) }
 }
 
 /// Durations as operators type them: `20s`, `10m`, `2h`, or several (`1h30m`).
