@@ -28,6 +28,58 @@ import Testing
         }
     }
 
+    /// The build tool behind Plugins/EmbedWebPlugin, built beside the tests (or under .build/debug).
+    static func embedWeb() throws -> String {
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("EmbedWeb").path
+        for candidate in [beside, "\(TestStack.packageRoot)/.build/debug/EmbedWeb"]
+        where FileManager.default.isExecutableFile(atPath: candidate) {
+            return candidate
+        }
+        throw HarnessError("EmbedWeb not built (swift build --build-tests builds it)")
+    }
+
+    /// Runs EmbedWeb on a folder of `files` (name → text); the generated Swift, or the error it exits with.
+    static func embed(_ files: [String: String]) throws -> Result<String, any Error> {
+        let folder = NSTemporaryDirectory() + "outletd-web-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder + "/Web", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for (name, text) in files { try text.write(toFile: "\(folder)/Web/\(name)", atomically: true, encoding: .utf8) }
+        let tool = try embedWeb()
+        return Result {
+            try TestStack.run([tool, folder + "/Web", folder + "/EmbeddedPage.swift"])
+            return try String(contentsOfFile: folder + "/EmbeddedPage.swift", encoding: .utf8)
+        }
+    }
+
+    @Test func theBuildToolPutsIncludesInPlaceIndentedAsTheirLine() throws {
+        let swift = try Self.embed([
+            "index.html": "<body>\n  <!-- include part.html -->\n</body>\n", "part.html": "<p>a</p>\n<p>b</p>\n",
+            "app.js": "(function () {\n  // include more.js\n})();\n", "more.js": "var a = \"\\\"\";\n",
+            "app.css": "/* include more.css */\n", "more.css": "p { margin: 0; }\n",
+        ]).get()
+        #expect(swift.contains(#"body: "<body>\n  <p>a</p>\n  <p>b</p>\n</body>\n""#), "\(swift)")
+        #expect(swift.contains(#"body: "(function () {\n  var a = \"\\\"\";\n})();\n""#), "\(swift)")
+        #expect(swift.contains(#"body: "p { margin: 0; }\n""#), "\(swift)")
+        #expect(swift.contains(#""/": File("#) && swift.contains(#""/app.js": File("#))
+        #expect(!swift.contains("more.js") && !swift.contains("part.html"), "an included file is not served")
+    }
+
+    @Test func theBuildToolRefusesAMissingIncludeACycleAndAnUnknownKindOfFile() throws {
+        let broken: [(files: [String: String], reason: String)] = [
+            (["index.html": "<!-- include nowhere.html -->\n"], "includes nowhere.html, which is not in"),
+            (["app.js": "// include a.js\n", "a.js": "// include b.js\n", "b.js": "// include a.js\n"], "cycle"),
+            (["index.html": "<p></p>\n", "logo.png": "not text"], "logo.png: not .html, .css or .js"),
+        ]
+        for (files, reason) in broken {
+            guard case .failure(let error) = try Self.embed(files) else {
+                Issue.record("\(files.keys.sorted()) embedded")
+                continue
+            }
+            #expect("\(error)".contains(reason), "\(error)")
+        }
+    }
+
     @Test func thePageIsServedWithItsIncludesInPlace() async throws {
         try await OwnerAppTests.withApp { app in
             let page = try await app.send("GET", "/")
