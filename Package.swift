@@ -22,6 +22,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // C libraries, reached through system library targets.
@@ -101,6 +105,16 @@ let package = Package(
         .target(
             name: "Compaction",
             dependencies: ["Config", "Postgres", "Runtime", .product(name: "Logging", package: "swift-log")]),
+        // Alerts that leave outletd: Web Push, webhooks, email; the private-address rule (docs/ALERT-CHANNELS.md).
+        .target(
+            name: "AlertChannels",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]),
         // Which protocol and outlet a Tasmota or Shelly topic belongs to.
         .target(name: "Routing", dependencies: ["Config", "MQTT", "Protocols", "Telemetry"]),
         // The writer: spool → classify → batches → PostgreSQL.
@@ -193,6 +207,12 @@ let package = Package(
         .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "Telemetry"]),
         .testTarget(name: "AlertsTests", dependencies: ["Alerts"]),
         .testTarget(name: "CompactionTests", dependencies: ["Compaction"]),
+        .testTarget(
+            name: "AlertChannelsTests",
+            dependencies: [
+                "AlertChannels", "TestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .testTarget(name: "MQTTTests", dependencies: ["CSocketBuffers", "MQTT", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(
