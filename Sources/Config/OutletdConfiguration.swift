@@ -67,7 +67,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public static let defaultShareGroup = ""
 
     /// The group docs/SCALING.md suggests, and the default of earlier versions: a persistent session may still
-    /// hold its filters, which outletd unsubscribes when it uses another group (``IngestService``).
+    /// hold its filters, which outletd unsubscribes when it uses another group (the daemon's `TopicPolicy`).
     public static let conventionalShareGroup = "outletd"
 
     /// PostgreSQL.

@@ -1,7 +1,7 @@
 import Foundation
 import Runtime
 
-/// The marker a stopping instance publishes to itself (``IngestService/drainTopic``) and waits for: set by
+/// The marker a stopping instance publishes to itself (``TopicPolicy/drainTopic``) and waits for: set by
 /// the MQTT callback when it arrives, awaited by the shutdown path.
 final class DrainMarker: Sendable {
     private struct State: Sendable {

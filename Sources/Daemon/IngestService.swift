@@ -38,67 +38,6 @@ public final class IngestService: Service, Sendable {
         self.logger = logger
     }
 
-    /// The topic filters outletd subscribes to (all QoS 1). With share groups set (several instances),
-    /// telemetry goes through the shared subscription `$share/<mqtt.share_group>/…` and set requests through
-    /// `$share/<commands.share_group>/…`, so that each message reaches one of them; without (the default),
-    /// they are plain. State and availability reports stay plain
-    /// subscriptions: they are few, retained (a shared subscription receives no retained messages), and every
-    /// instance's command relay acts on them (the database decides which one's update counts).
-    public var subscriptions: [String] {
-        subscriptions(registeredFullTopics: [])
-    }
-
-    /// The subscriptions, with the Tasmota FullTopics of registered outlets added (see docs/PROTOCOLS.md).
-    public func subscriptions(registeredFullTopics: Set<String>) -> [String] {
-        let prefix = configuration.mqtt.topicPrefix
-        let router = ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics)
-        // A shared filter receives no retained message: those the relay needs (Zigbee2MQTT's device list) get a
-        // plain one beside it.
-        let companions = configuration.mqtt.shareGroup.isEmpty ? [] : router.plainCompanions
-        return [
-            Self.filter("\(prefix)/+/telemetry", shareGroup: configuration.mqtt.shareGroup),
-            Self.filter("\(prefix)/+/set", shareGroup: configuration.commands.shareGroup),
-            "\(prefix)/+/state",
-            "\(prefix)/+/availability",
-        ]
-            + router.subscriptions.map {
-                // Readings of other protocols are shared like native telemetry: with several instances, a
-                // reading stamped with the receive time would otherwise be stored once per instance.
-                router.carriesReadings($0) ? Self.filter($0, shareGroup: configuration.mqtt.shareGroup) : $0
-            } + companions
-    }
-
-    /// Forms of the shared filters that a persistent session may still hold from another setting of the
-    /// share groups (plain, or the conventional group `outletd`, the default of earlier versions), unsubscribed
-    /// on connect; otherwise the broker would deliver those messages a second time through the stale
-    /// subscription.
-    public var staleSubscriptions: [String] {
-        let prefix = configuration.mqtt.topicPrefix
-        let groups = [
-            ("\(prefix)/+/telemetry", configuration.mqtt.shareGroup),
-            ("\(prefix)/+/set", configuration.commands.shareGroup),
-        ]
-        return groups.flatMap { topic, group in
-            ["", OutletdConfiguration.conventionalShareGroup].filter { $0 != group }.map {
-                Self.filter(topic, shareGroup: $0)
-            }
-        } + [drainTopic]
-    }
-
-    /// `topic` as a shared subscription of `shareGroup` (`$share/<group>/<topic>`), or plain when the group is
-    /// empty. Intake topics of other protocols go through this too.
-    public static func filter(_ topic: String, shareGroup: String) -> String {
-        shareGroup.isEmpty ? topic : "$share/\(shareGroup)/\(topic)"
-    }
-
-    /// `outletd/<instance>/status`: `online` while connected, `offline` (the will) otherwise.
-    public var statusTopic: String { "outletd/\(configuration.instanceID)/status" }
-
-    /// `outletd/<instance>/drain`: the marker a stopping instance sends itself after unsubscribing its shared
-    /// filters. The broker queues it behind everything it dealt this session before, so its arrival means
-    /// the session holds nothing more of the share.
-    public var drainTopic: String { "outletd/\(configuration.instanceID)/drain" }
-
     /// The composition root: prepares the database, opens the spool, wires the parts and runs them as one
     /// `ServiceGroup`. They start in this order and stop in the reverse one: intake first (hand-over, disconnect,
     /// no more messages), then the writer (stores what the spool holds), the relay (handles what its inbox
@@ -123,7 +62,7 @@ public final class IngestService: Service, Sendable {
                 logger.warning("the broker did not answer within 5 s: other outletd instances were not looked for")
             }
         }
-        guard try await prepareDatabase() else {
+        guard try await DatabaseStart.prepare(configuration, logger: logger) else {
             logger.info("stopped before the database answered")
             return
         }
@@ -134,7 +73,8 @@ public final class IngestService: Service, Sendable {
             return try DeviceStore(connection: connection).tasmotaFullTopics()
         }
         let router = ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics)
-        let subscriptions = subscriptions(registeredFullTopics: registeredFullTopics)
+        let topics = TopicPolicy(configuration)
+        let subscriptions = topics.subscriptions(registeredFullTopics: registeredFullTopics)
         var spoolSettings = configuration.spool.settings
         spoolSettings.owner = configuration.instanceID
         spoolSettings.keepUntilReleased = configuration.database.durability == .replicated
@@ -168,9 +108,10 @@ public final class IngestService: Service, Sendable {
             logger: logger)
         let intake = try MQTTIntake(
             .init(
-                configuration: configuration, subscriptions: subscriptions, staleSubscriptions: staleSubscriptions,
-                statusTopic: statusTopic, drainTopic: drainTopic, router: router, spool: spool, inbox: inbox,
-                membership: membership, metrics: metrics, notifier: notifier),
+                configuration: configuration, subscriptions: subscriptions,
+                staleSubscriptions: topics.staleSubscriptions, statusTopic: topics.statusTopic,
+                drainTopic: topics.drainTopic, router: router, spool: spool, inbox: inbox, membership: membership,
+                metrics: metrics, notifier: notifier),
             logger: logger)
         var relaySettings = CommandRelay.Settings(configuration)
         relaySettings.router = router
@@ -248,70 +189,4 @@ public final class IngestService: Service, Sendable {
             ])
     }
 
-    /// Connects (retrying while the database is down) and applies or checks migrations. Returns false when asked
-    /// to stop before the database answered.
-    private func prepareDatabase() async throws -> Bool {
-        let configuration = self.configuration
-        let logger = self.logger
-        var backoff = Backoff(initial: 0.5, maximum: configuration.database.reconnectDelayMaxSeconds)
-        while true {
-            do {
-                try await Blocking.run {
-                    let connection = try PostgresConnection(
-                        connectionString: configuration.database.url, applicationName: "outletd-migrate")
-                    defer { connection.close() }
-                    let migrator = Migrator()
-                    if configuration.database.migrateOnStart {
-                        try migrator.migrate(connection) { logger.info("\($0)") }
-                    } else {
-                        let pending = try migrator.pendingVersions(connection)
-                        guard pending.isEmpty else {
-                            throw Failure(
-                                description: "database schema is behind (pending migrations \(pending)); "
-                                    + "run `outletd migrate` or set database.migrate_on_start")
-                        }
-                    }
-                    let settings = RollupStore.Settings(configuration)
-                    let rollups = RollupStore(connection: connection)
-                    if !configuration.rollups.maintain {
-                        try rollups.stopMaintaining()
-                        logger.warning(
-                            """
-                            rollups are not maintained (rollups.maintain: false): the rollup tables and the \
-                            dashboards' views miss the samples stored from now on, until `outletd rollup \
-                            rebuild` restates them
-                            """)
-                    } else if let since = try rollups.unmaintainedSince() {
-                        let text = ISO8601DateFormatter().string(from: since)
-                        logger.warning(
-                            """
-                            the rollups miss samples stored while they were not maintained (rollups.maintain: false): \
-                            run `outletd rollup rebuild --since \(text)` to restate them
-                            """,
-                            metadata: ["unmaintained_since": "\(text)"])
-                    }
-                    if let previous = try rollups.store(settings) {
-                        logger.warning(
-                            """
-                            rollup settings changed; rollups stored before were computed with the old ones: \
-                            run `outletd rollup rebuild --since …` to restate them
-                            """,
-                            metadata: [
-                                "time_zone": "\(previous.timeZone) -> \(settings.timeZone)",
-                                "max_gap_seconds": "\(previous.maxGapSeconds) -> \(settings.maxGapSeconds)",
-                            ])
-                    }
-                }
-                return true
-            } catch let error as PostgresError where error.isConnectionError {
-                let delay = backoff.nextDelay()
-                logger.warning(
-                    "database unavailable at start; retrying",
-                    metadata: ["error": "\(error)", "retry_in_s": "\(String(format: "%.1f", delay))"])
-                // SIGTERM or Ctrl-C while waiting: no error, nothing to stop yet.
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(Int(delay * 1_000))) }
-                if Task.isCancelled || Task.isShuttingDownGracefully { return false }
-            }
-        }
-    }
 }

@@ -24,32 +24,32 @@ import Testing
     @Test func telemetryIsASharedSubscriptionOfTheConfiguredGroup() {
         var configuration = OutletdConfiguration()
         configuration.mqtt.topicPrefix = "site/outlets"
-        let service = { IngestService(configuration: configuration, logger: Logger(label: "test")) }
+        let policy = { TopicPolicy(configuration) }
         // The default: plain subscriptions, and the group of earlier versions' default is stale.
-        #expect(service().subscriptions.first == "site/outlets/+/telemetry")
-        #expect(service().subscriptions.contains("site/outlets/+/set"))
-        #expect(service().staleSubscriptions.contains("$share/outletd/site/outlets/+/telemetry"))
-        #expect(service().staleSubscriptions.contains("$share/outletd/site/outlets/+/set"))
-        #expect(service().subscriptions.contains("site/outlets/+/state"))
+        #expect(policy().subscriptions.first == "site/outlets/+/telemetry")
+        #expect(policy().subscriptions.contains("site/outlets/+/set"))
+        #expect(policy().staleSubscriptions.contains("$share/outletd/site/outlets/+/telemetry"))
+        #expect(policy().staleSubscriptions.contains("$share/outletd/site/outlets/+/set"))
+        #expect(policy().subscriptions.contains("site/outlets/+/state"))
 
         configuration.mqtt.shareGroup = "outletd"
-        #expect(service().subscriptions.first == "$share/outletd/site/outlets/+/telemetry")
-        #expect(service().staleSubscriptions.contains("site/outlets/+/telemetry"))
+        #expect(policy().subscriptions.first == "$share/outletd/site/outlets/+/telemetry")
+        #expect(policy().staleSubscriptions.contains("site/outlets/+/telemetry"))
 
         configuration.mqtt.shareGroup = "ingest-eu"
-        #expect(service().subscriptions.first == "$share/ingest-eu/site/outlets/+/telemetry")
-        #expect(service().staleSubscriptions.contains("$share/outletd/site/outlets/+/telemetry"))
+        #expect(policy().subscriptions.first == "$share/ingest-eu/site/outlets/+/telemetry")
+        #expect(policy().staleSubscriptions.contains("$share/outletd/site/outlets/+/telemetry"))
 
         configuration.mqtt.shareGroup = ""
-        #expect(service().subscriptions.first == "site/outlets/+/telemetry")
-        #expect(service().staleSubscriptions.contains("$share/outletd/site/outlets/+/telemetry"))
-        #expect(!service().staleSubscriptions.contains("site/outlets/+/telemetry"))
+        #expect(policy().subscriptions.first == "site/outlets/+/telemetry")
+        #expect(policy().staleSubscriptions.contains("$share/outletd/site/outlets/+/telemetry"))
+        #expect(!policy().staleSubscriptions.contains("site/outlets/+/telemetry"))
     }
 
     @Test func readingsOfOtherProtocolsAreSharedAndTheirStatesAreNot() {
         var configuration = OutletdConfiguration()
         configuration.mqtt.shareGroup = "outletd"
-        let subscriptions = IngestService(configuration: configuration, logger: Logger(label: "test")).subscriptions
+        let subscriptions = TopicPolicy(configuration).subscriptions
         for shared in ["tele/+/SENSOR", "shellies/+/relay/+/power", "shellies/+/relay/+/energy", "+/status/+"] {
             #expect(subscriptions.contains("$share/outletd/\(shared)"), "\(shared) in \(subscriptions)")
             #expect(!subscriptions.contains(shared))
