@@ -6,12 +6,13 @@ import Telemetry
 
 /// An owner's automations (schedule, timer, over-power, idle) on their outlets, through ``AutomationStore`` with
 /// the caller as ``AutomationActor/owner(id:name:)``: another owner's outlet or automation is the same 404 as one
-/// that does not exist. Group limits are for operators (the CLI).
+/// that does not exist. Group limits are for operators (the CLI). Bodies and answers are the `Codable` types of
+/// AutomationJSON.swift.
 extension OwnerAPI {
     /// The kinds an owner may add, and the fields each takes besides `kind`.
-    static let automationFields: [AutomationKind: [String]] = [
-        .schedule: ["state", "at", "days"], .timer: ["state", "in_seconds", "at"],
-        .overPower: ["watts", "for_seconds"], .idle: ["watts", "for_seconds"],
+    static let automationFields: [AutomationKind: [NewAutomationBody.CodingKeys]] = [
+        .schedule: [.state, .at, .days], .timer: [.state, .inSeconds, .at],
+        .overPower: [.watts, .forSeconds], .idle: [.watts, .forSeconds],
     ]
     /// Short text fields of an automation (`kind`, `state`, `at`, a day).
     static let automationTextRule = OwnerText.Rule(maxScalars: 64, maxBytes: 64, allowsEmpty: false)
@@ -33,7 +34,7 @@ extension OwnerAPI {
                 return try AutomationStore(connection: store.connection).list(code: code, owner: userID)
             })
         else { throw Self.noOutlet(code) }
-        return JSONOutput.array(records.map { .object(Self.members($0)) }).response()
+        return try Self.answer(records.map(AutomationAnswer.init), request, context: context)
     }
 
     /// Adds an automation to the caller's outlet: 201 with it, 400 naming the field for a bad body (unknown
@@ -41,10 +42,11 @@ extension OwnerAPI {
     @Sendable func addAutomation(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let session = try context.requireIdentity().session
         let code = try Self.code(context)
-        let body = try await Self.jsonObject(request, context: context)
+        let body = try await Self.decodeBody(
+            NewAutomationBody.self, request, context: context, expectations: NewAutomationBody.expectations)
         let rule = try Self.automationRule(body, now: Date())
         // A timer's `in_seconds` counts from the database's clock, as the runner's and the CLI's do.
-        let delay = try Self.wholeNumber(body, "in_seconds", AutomationRule.Limits.timerSeconds, "seconds")
+        let delay = try Self.wholeNumber(body.inSeconds, "in_seconds", AutomationRule.Limits.timerSeconds, "seconds")
         let actor = AutomationActor.owner(id: session.userID, name: session.userName)
         let record = try await Self.refusingAsHTTP(code: code) {
             try await database.run { store -> AutomationRecord? in
@@ -58,7 +60,7 @@ extension OwnerAPI {
             }
         }
         guard let record else { throw Self.noOutlet(code) }
-        return JSONOutput.object(Self.members(record)).response(.created)
+        return try Self.answer(AutomationAnswer(record), status: .created, request, context: context)
     }
 
     @Sendable func showAutomation(_ request: Request, context: OwnerRequestContext) async throws -> Response {
@@ -69,21 +71,19 @@ extension OwnerAPI {
                 try AutomationStore(connection: $0.connection).automation(id, owner: userID)
             })
         else { throw Self.noAutomation() }
-        return JSONOutput.object(Self.members(record)).response()
+        return try Self.answer(AutomationAnswer(record), request, context: context)
     }
 
     /// `{"enabled": false}` pauses an automation, `true` resumes it (a schedule counts from now).
     @Sendable func updateAutomation(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let userID = try context.requireIdentity().session.userID
         let id = try Self.automationID(context)
-        let body = try await Self.jsonObject(request, context: context)
-        try Self.refuseUnknownFields(body, allowed: ["enabled"], of: "an automation's update")
-        guard let value = body["enabled"], !value.isNull else {
-            throw HTTPError(.badRequest, message: "enabled: required")
-        }
-        guard case .bool(let enabled) = value else {
-            throw HTTPError(.badRequest, message: "enabled: expected true or false, got \(value.typeName)")
-        }
+        let body = try await Self.decodeBody(
+            AutomationUpdateBody.self, request, context: context, expectations: AutomationUpdateBody.expectations)
+        try Self.refuseUnknownFields(
+            body.members, allowed: AutomationUpdateBody.CodingKeys.allCases.map(\.stringValue),
+            of: "an automation's update")
+        guard let enabled = body.enabled else { throw HTTPError(.badRequest, message: "enabled: required") }
         guard
             let record = try await database.run({ store -> AutomationRecord? in
                 let automations = AutomationStore(connection: store.connection)
@@ -91,7 +91,7 @@ extension OwnerAPI {
                 return try automations.automation(id, owner: userID)
             })
         else { throw Self.noAutomation() }
-        return JSONOutput.object(Self.members(record)).response()
+        return try Self.answer(AutomationAnswer(record), request, context: context)
     }
 
     @Sendable func removeAutomation(_ request: Request, context: OwnerRequestContext) async throws -> Response {
@@ -123,7 +123,8 @@ extension OwnerAPI {
             return (record, try automations.history(id, owner: userID, limit: count))
         }
         guard let (record, firings) = found else { throw Self.noAutomation() }
-        return JSONOutput.array(firings.map { .object(Self.members($0, zone: record.timeZone)) }).response()
+        return try Self.answer(
+            firings.map { AutomationFiringAnswer($0, zone: record.timeZone) }, request, context: context)
     }
 
     // MARK: Reading
@@ -148,8 +149,8 @@ extension OwnerAPI {
         }
     }
 
-    static func refuseUnknownFields(_ body: [String: JSONValue], allowed: [String], of what: String) throws {
-        guard let unknown = body.keys.filter({ !allowed.contains($0) }).min() else { return }
+    static func refuseUnknownFields(_ members: Set<String>, allowed: [String], of what: String) throws {
+        guard let unknown = members.filter({ !allowed.contains($0) }).min() else { return }
         let shown = OwnerText.inert(String(unknown.unicodeScalars.prefix(40)))
         throw HTTPError(
             .badRequest,
@@ -157,8 +158,8 @@ extension OwnerAPI {
     }
 
     /// The rule a POST body describes, checked whole; 400 naming the field, 403 for a group limit.
-    static func automationRule(_ body: [String: JSONValue], now: Date) throws -> AutomationRule {
-        let kindText = try text(body, "kind", automationTextRule)
+    static func automationRule(_ body: NewAutomationBody, now: Date) throws -> AutomationRule {
+        let kindText = try text(body.kind, "kind", required: true) ?? ""
         guard let kind = AutomationKind(rawValue: kindText) else {
             throw HTTPError(.badRequest, message: "kind: expected schedule, timer, over-power or idle")
         }
@@ -166,19 +167,20 @@ extension OwnerAPI {
             throw HTTPError(
                 .forbidden, message: "kind: group-limit automations are for operators (outletd automation add)")
         }
-        try refuseUnknownFields(body, allowed: ["kind"] + fields, of: "an automation of kind \(kind.rawValue)")
+        try refuseUnknownFields(
+            body.members, allowed: ["kind"] + fields.map(\.stringValue), of: "an automation of kind \(kind.rawValue)")
         let rule: AutomationRule
         switch kind {
         case .schedule:
-            let at = try text(body, "at", automationTextRule)
+            let at = try text(body.at, "at", required: true) ?? ""
             guard let minute = Tariff.minutes(at, allowsEndOfDay: false) else {
                 throw HTTPError(.badRequest, message: "at: expected a time HH:MM from 00:00 to 23:59, got \"\(at)\"")
             }
-            rule = .schedule(state: try switchState(body), minute: minute, days: try days(body))
+            rule = .schedule(state: try switchState(body.state), minute: minute, days: try days(body.days))
         case .timer:
-            let state = try switchState(body)
-            let seconds = try wholeNumber(body, "in_seconds", AutomationRule.Limits.timerSeconds, "seconds")
-            let at = try optionalText(body, "at", automationTextRule)
+            let state = try switchState(body.state)
+            let seconds = try wholeNumber(body.inSeconds, "in_seconds", AutomationRule.Limits.timerSeconds, "seconds")
+            let at = try text(body.at, "at", required: false)
             switch (seconds, at) {
             case (let seconds?, nil):
                 rule = .timer(state: state, at: now.addingTimeInterval(Double(seconds)))
@@ -193,12 +195,11 @@ extension OwnerAPI {
                 throw HTTPError(.badRequest, message: "in_seconds, at: give one of them")
             }
         case .overPower, .idle:
-            guard let watts = try number(body, "watts") else {
-                throw HTTPError(.badRequest, message: "watts: required")
-            }
-            guard let hold = try wholeNumber(body, "for_seconds", AutomationRule.Limits.holdSeconds, "seconds") else {
-                throw HTTPError(.badRequest, message: "for_seconds: required")
-            }
+            guard let watts = body.watts else { throw HTTPError(.badRequest, message: "watts: required") }
+            guard
+                let hold = try wholeNumber(
+                    body.forSeconds, "for_seconds", AutomationRule.Limits.holdSeconds, "seconds")
+            else { throw HTTPError(.badRequest, message: "for_seconds: required") }
             rule = kind == .idle ? .idle(watts: watts, holdSeconds: hold) : .overPower(watts: watts, holdSeconds: hold)
         case .groupLimit:
             throw HTTPError(.forbidden, message: "kind: group-limit automations are for operators")
@@ -207,28 +208,31 @@ extension OwnerAPI {
         return rule
     }
 
-    static func switchState(_ body: [String: JSONValue]) throws -> SwitchState {
-        guard let state = SwitchState(rawValue: try text(body, "state", automationTextRule)) else {
+    /// A short text member checked against ``automationTextRule``: nil when absent or null, unless `required`.
+    static func text(_ value: String?, _ field: String, required: Bool) throws -> String? {
+        guard let value else {
+            if required { throw HTTPError(.badRequest, message: "\(field): required") }
+            return nil
+        }
+        if let problem = OwnerText.problem(value, automationTextRule) {
+            throw HTTPError(.badRequest, message: "\(field): \(problem)")
+        }
+        return value
+    }
+
+    static func switchState(_ value: String?) throws -> SwitchState {
+        guard let state = SwitchState(rawValue: try text(value, "state", required: true) ?? "") else {
             throw HTTPError(.badRequest, message: "state: must be on or off")
         }
         return state
     }
 
     /// `days`: names (`mon` … `sun`), ranges (`mon-fri`) or `daily`, as a list or one string; every day when absent.
-    static func days(_ body: [String: JSONValue]) throws -> [Weekday] {
-        guard let value = body["days"], !value.isNull else { return Weekday.allCases }
-        let items: [JSONValue]
-        switch value {
-        case .string: items = [value]
-        case .array(let list): items = list
-        default: throw HTTPError(.badRequest, message: "days: expected a list of days, got \(value.typeName)")
-        }
+    static func days(_ value: NewAutomationBody.DayList?) throws -> [Weekday] {
+        guard let items = value?.items else { return Weekday.allCases }
         guard items.count <= 7 else { throw HTTPError(.badRequest, message: "days: at most 7 items") }
         var days = Set<Weekday>()
-        for item in items {
-            guard case .string(let text) = item else {
-                throw HTTPError(.badRequest, message: "days: expected day names, got \(item.typeName)")
-            }
+        for text in items {
             if let problem = OwnerText.problem(text, automationTextRule) {
                 throw HTTPError(.badRequest, message: "days: \(problem)")
             }
@@ -243,21 +247,11 @@ extension OwnerAPI {
         return days.sorted()
     }
 
-    /// A number member (never a string holding one), or nil when absent or null.
-    static func number(_ body: [String: JSONValue], _ field: String) throws -> Double? {
-        guard let value = body[field], !value.isNull else { return nil }
-        guard case .number(let number) = value else {
-            throw HTTPError(.badRequest, message: "\(field): expected a number, got \(value.typeName)")
-        }
-        guard number.isFinite else { throw HTTPError(.badRequest, message: "\(field): out of range") }
-        return number
-    }
-
-    /// A whole number member within `range`, or nil when absent or null.
-    static func wholeNumber(_ body: [String: JSONValue], _ field: String, _ range: ClosedRange<Int>, _ unit: String)
-        throws -> Int?
+    /// A whole number within `range`, or nil when absent or null.
+    static func wholeNumber(_ value: Double?, _ field: String, _ range: ClosedRange<Int>, _ unit: String) throws
+        -> Int?
     {
-        guard let value = try number(body, field) else { return nil }
+        guard let value else { return nil }
         guard value == value.rounded(), value >= Double(range.lowerBound), value <= Double(range.upperBound) else {
             throw HTTPError(
                 .badRequest,
@@ -283,52 +277,6 @@ extension OwnerAPI {
         return rule.summary
     }
 
-    static func members(_ record: AutomationRecord) -> [(String, JSONOutput)] {
-        var state: SwitchState?
-        var at = JSONOutput.null
-        var days = JSONOutput.null
-        var watts: Double?
-        var hold: Int?
-        switch record.rule {
-        case .schedule(let scheduled, let minute, let weekdays):
-            (state, at, days) = (
-                scheduled, .string(Tariff.clock(minute)), .array(weekdays.map { .string($0.rawValue) })
-            )
-        case .timer(let timed, let instant):
-            (state, at) = (timed, .string(localTimestamp(instant, zone: record.timeZone)))
-        case .overPower(let limit, let seconds), .idle(let limit, let seconds):
-            (watts, hold) = (limit, seconds)
-        case .groupLimit(let group):
-            (watts, hold) = (group.watts, group.holdSeconds)
-        }
-        return [
-            ("id", .integer(record.id)), ("kind", .string(record.rule.kind.rawValue)), ("code", .optional(record.code)),
-            ("enabled", .bool(record.enabled)), ("state", .optional(state?.rawValue)), ("at", at), ("days", days),
-            ("watts", watts.map { .exact($0) } ?? .null), ("for_seconds", hold.map { .integer(Int64($0)) } ?? .null),
-            ("summary", .string(summary(record.rule, zone: record.timeZone))),
-            (
-                "next_at",
-                record.nextDueAt.map { record.enabled ? .string(localTimestamp($0, zone: record.timeZone)) : .null }
-                    ?? .null
-            ),
-            ("time_zone", .optional(record.timeZone)), ("created_at", .optional(record.createdAt)),
-            ("last", record.lastFiring.map { .object(members($0, zone: record.timeZone)) } ?? .null),
-        ]
-    }
-
-    /// A firing: `at` is when it was due (a schedule's or timer's time, or the reading that met a power rule).
-    static func members(_ firing: AutomationFiring, zone: String?) -> [(String, JSONOutput)] {
-        [
-            ("id", .integer(firing.id)), ("automation_id", .integer(firing.automationID)),
-            ("kind", .string(firing.kind.rawValue)), ("result", .string(firing.result.rawValue)),
-            ("at", .string(localTimestamp(firing.dueAt, zone: zone))),
-            ("recorded_at", .string(localTimestamp(firing.recordedAt, zone: zone))),
-            ("state", .optional(firing.state?.rawValue)), ("reason", .string(firing.reason)),
-            ("command_id", firing.commandID.map { .integer($0) } ?? .null),
-            ("command_status", .optional(firing.commandStatus)),
-        ]
-    }
-
     /// The outlet detail's `next_automation` and `last_automation`.
     static func members(_ glance: OutletAutomationGlance?) -> [(String, JSONOutput)] {
         let next = glance?.next.flatMap { record -> JSONOutput? in
@@ -342,7 +290,7 @@ extension OwnerAPI {
                 ("at", .string(localTimestamp(due, zone: record.timeZone))),
             ])
         }
-        let last = glance?.last.map { JSONOutput.object(members($0, zone: glance?.timeZone)) }
+        let last = glance?.last.map { AutomationFiringAnswer($0, zone: glance?.timeZone).jsonOutput }
         return [("next_automation", next ?? .null), ("last_automation", last ?? .null)]
     }
 }
