@@ -198,7 +198,8 @@ let package = Package(
             name: "broker-ceiling", dependencies: ["Config", "MQTT"], path: "Benchmarks/BrokerCeiling"),
         // Decode cost per message of each protocol, for docs/PROTOCOLS.md; not a test.
         .executableTarget(
-            name: "protocol-decode-bench", dependencies: ["Protocols", "Telemetry"], path: "Benchmarks/ProtocolDecode"),
+            name: "protocol-decode-bench", dependencies: ["Protocols", "Telemetry"],
+            path: "Benchmarks/ProtocolDecode"),
 
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
