@@ -3,9 +3,10 @@ import Foundation
 import Hummingbird
 import Telemetry
 
-/// The automation routes' request bodies and answers, as `Codable` types read and written by Hummingbird's JSON
-/// coders (`JSONDecoder` as its `RequestDecoder`, `JSONEncoder` as its `ResponseEncoder`): a field is added in one
-/// place, its type, and `AutomationOpenAPITests` holds the OpenAPI file to the types' keys.
+/// The automation routes' request bodies and answers, as `Codable` types: a field is added in one place, its type,
+/// and `AutomationOpenAPITests` holds the OpenAPI file to the types' keys. Bodies are decoded by Hummingbird's
+/// `JSONDecoder` (its `RequestDecoder`); answers are encoded by ``JSONOutputEncoder``, which keeps the bytes the
+/// API has always written (members in their order, C1 and DEL escaped) where `JSONEncoder` would reorder them.
 ///
 /// Before a body is decoded it goes through the checks every body of the API gets (``OwnerAPI/jsonObject(_:context:)``
 /// does the same for the others): JSON sent as such (415), at most ``OwnerRequestContext/maxUploadSize`` (413), and
@@ -215,33 +216,16 @@ struct AutomationFiringAnswer: Encodable, Sendable, Equatable {
         try container.encode(commandStatus, forKey: .commandStatus)
     }
 
-    /// The same members for an answer still written as ``JSONOutput`` (the outlet detail's `last_automation`).
-    var jsonOutput: JSONOutput {
-        .object([
-            ("id", .integer(id)), ("automation_id", .integer(automationID)), ("kind", .string(kind)),
-            ("result", .string(result)), ("at", .string(at)), ("recorded_at", .string(recordedAt)),
-            ("state", .optional(state)), ("reason", .string(reason)),
-            ("command_id", commandID.map { .integer($0) } ?? .null), ("command_status", .optional(commandStatus)),
-        ])
-    }
+    /// The same answer inside one still written as ``JSONOutput`` (the outlet detail's `last_automation`).
+    var jsonOutput: JSONOutput { (try? JSONOutputEncoder().encode(self)) ?? .null }
 }
 
 extension OwnerAPI {
-    /// The coders of the automation routes: Hummingbird's, slashes left as they are (`America/Sao_Paulo`).
-    static let automationEncoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        return encoder
-    }()
-
     /// `value` as the answer, with `status` and `Cache-Control: no-store` like every answer of the API.
     static func answer(
         _ value: some Encodable, status: HTTPResponse.Status = .ok, _ request: Request, context: OwnerRequestContext
     ) throws -> Response {
-        var response = try automationEncoder.encode(value, from: request, context: context)
-        response.status = status
-        response.headers[.cacheControl] = "no-store"
-        return response
+        try JSONOutputEncoder().encode(value).response(status)
     }
 
     /// The body as `Body`, after the checks every body gets; a 400 naming the field otherwise, what it must be

@@ -1,10 +1,11 @@
 import Automations
 import Foundation
 import Hummingbird
+import Postgres
 import Storage
 import Telemetry
 
-/// An owner's automations (schedule, timer, over-power, idle) on their outlets, through ``AutomationStore`` with
+/// An owner's automations (schedule, timer, over-power, idle) on their outlets, through ``AutomationBook`` with
 /// the caller as ``AutomationActor/owner(id:name:)``: another owner's outlet or automation is the same 404 as one
 /// that does not exist. Group limits are for operators (the CLI). Bodies and answers are the `Codable` types of
 /// AutomationJSON.swift.
@@ -25,13 +26,23 @@ extension OwnerAPI {
 
     // MARK: Routes
 
+    /// The automations of the session's owner, through ``AutomationBook`` on `connection`.
+    static func book(_ connection: PostgresConnection) -> AutomationBook<AutomationStore> {
+        AutomationBook(AutomationStore(connection: connection))
+    }
+
+    static func actor(_ context: OwnerRequestContext) throws -> AutomationActor {
+        let session = try context.requireIdentity().session
+        return .owner(id: session.userID, name: session.userName)
+    }
+
     @Sendable func listAutomations(_ request: Request, context: OwnerRequestContext) async throws -> Response {
-        let userID = try context.requireIdentity().session.userID
+        let actor = try Self.actor(context)
         let code = try Self.code(context)
         guard
             let records = try await database.run({ store -> [AutomationRecord]? in
-                guard try store.outlet(userID: userID, code: code) != nil else { return nil }
-                return try AutomationStore(connection: store.connection).list(code: code, owner: userID)
+                guard try store.outlet(userID: actor.ownerID ?? 0, code: code) != nil else { return nil }
+                return try Self.book(store.connection).list(code: code, for: actor)
             })
         else { throw Self.noOutlet(code) }
         return try Self.answer(records.map(AutomationAnswer.init), request, context: context)
@@ -40,43 +51,34 @@ extension OwnerAPI {
     /// Adds an automation to the caller's outlet: 201 with it, 400 naming the field for a bad body (unknown
     /// fields too), 403 for a group limit, 404 for an outlet that is not theirs.
     @Sendable func addAutomation(_ request: Request, context: OwnerRequestContext) async throws -> Response {
-        let session = try context.requireIdentity().session
+        let actor = try Self.actor(context)
         let code = try Self.code(context)
         let body = try await Self.decodeBody(
             NewAutomationBody.self, request, context: context, expectations: NewAutomationBody.expectations)
         let rule = try Self.automationRule(body, now: Date())
         // A timer's `in_seconds` counts from the database's clock, as the runner's and the CLI's do.
         let delay = try Self.wholeNumber(body.inSeconds, "in_seconds", AutomationRule.Limits.timerSeconds, "seconds")
-        let actor = AutomationActor.owner(id: session.userID, name: session.userName)
+        var draft = AutomationBook<AutomationStore>.Draft.rule(rule)
+        if case .timer(let state, _) = rule, let delay { draft = .timer(state: state, afterSeconds: delay) }
+        let added = draft
         let record = try await Self.refusingAsHTTP(code: code) {
-            try await database.run { store -> AutomationRecord? in
-                let automations = AutomationStore(connection: store.connection)
-                var stored = rule
-                if case .timer(let state, _) = rule, let delay {
-                    stored = .timer(state: state, at: try automations.databaseNow().addingTimeInterval(Double(delay)))
-                }
-                let id = try automations.add(stored, code: code, by: actor)
-                return try automations.automation(id, owner: session.userID)
-            }
+            try await database.run { try Self.book($0.connection).add(added, code: code, by: actor) }
         }
         guard let record else { throw Self.noOutlet(code) }
         return try Self.answer(AutomationAnswer(record), status: .created, request, context: context)
     }
 
     @Sendable func showAutomation(_ request: Request, context: OwnerRequestContext) async throws -> Response {
-        let userID = try context.requireIdentity().session.userID
+        let actor = try Self.actor(context)
         let id = try Self.automationID(context)
-        guard
-            let record = try await database.run({
-                try AutomationStore(connection: $0.connection).automation(id, owner: userID)
-            })
+        guard let record = try await database.run({ try Self.book($0.connection).automation(id, for: actor) })
         else { throw Self.noAutomation() }
         return try Self.answer(AutomationAnswer(record), request, context: context)
     }
 
     /// `{"enabled": false}` pauses an automation, `true` resumes it (a schedule counts from now).
     @Sendable func updateAutomation(_ request: Request, context: OwnerRequestContext) async throws -> Response {
-        let userID = try context.requireIdentity().session.userID
+        let actor = try Self.actor(context)
         let id = try Self.automationID(context)
         let body = try await Self.decodeBody(
             AutomationUpdateBody.self, request, context: context, expectations: AutomationUpdateBody.expectations)
@@ -84,27 +86,22 @@ extension OwnerAPI {
             body.members, allowed: AutomationUpdateBody.CodingKeys.allCases.map(\.stringValue),
             of: "an automation's update")
         guard let enabled = body.enabled else { throw HTTPError(.badRequest, message: "enabled: required") }
-        guard
-            let record = try await database.run({ store -> AutomationRecord? in
-                let automations = AutomationStore(connection: store.connection)
-                guard try automations.setEnabled(id, enabled, owner: userID) else { return nil }
-                return try automations.automation(id, owner: userID)
-            })
+        guard let record = try await database.run({ try Self.book($0.connection).setEnabled(id, enabled, for: actor) })
         else { throw Self.noAutomation() }
         return try Self.answer(AutomationAnswer(record), request, context: context)
     }
 
     @Sendable func removeAutomation(_ request: Request, context: OwnerRequestContext) async throws -> Response {
-        let userID = try context.requireIdentity().session.userID
+        let actor = try Self.actor(context)
         let id = try Self.automationID(context)
-        guard try await database.run({ try AutomationStore(connection: $0.connection).remove(id, owner: userID) })
+        guard try await database.run({ try Self.book($0.connection).remove(id, for: actor) })
         else { throw Self.noAutomation() }
         return Response(status: .noContent)
     }
 
     /// What one of the caller's automations did, newest first (`?limit=`, 1–200, default 50).
     @Sendable func automationHistory(_ request: Request, context: OwnerRequestContext) async throws -> Response {
-        let userID = try context.requireIdentity().session.userID
+        let actor = try Self.actor(context)
         let id = try Self.automationID(context)
         var limit = 50
         if let text = request.uri.queryParameters["limit"] {
@@ -118,9 +115,9 @@ extension OwnerAPI {
         }
         let count = limit
         let found = try await database.run { store -> (AutomationRecord, [AutomationFiring])? in
-            let automations = AutomationStore(connection: store.connection)
-            guard let record = try automations.automation(id, owner: userID) else { return nil }
-            return (record, try automations.history(id, owner: userID, limit: count))
+            let book = Self.book(store.connection)
+            guard let record = try book.automation(id, for: actor) else { return nil }
+            return (record, try book.history(id, for: actor, limit: count))
         }
         guard let (record, firings) = found else { throw Self.noAutomation() }
         return try Self.answer(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Automations
 import Foundation
+import Postgres
 import Storage
 import Telemetry
 
@@ -33,15 +34,16 @@ struct AutomationCommand: ParsableCommand {
         return value
     }
 
+    /// The automations, for the operator, through ``AutomationBook`` on `connection`.
+    static func book(_ connection: PostgresConnection) -> AutomationBook<AutomationStore> {
+        AutomationBook(AutomationStore(connection: connection))
+    }
+
     /// Stores `rule` and prints what was made.
     static func add(
-        _ rule: AutomationRule, code: String?, options: GlobalOptions, output: OutputOptions
+        _ rule: AutomationBook<AutomationStore>.Draft, code: String?, options: GlobalOptions, output: OutputOptions
     ) throws {
-        let record = try options.withDatabase { connection -> AutomationRecord? in
-            let store = AutomationStore(connection: connection)
-            let id = try store.add(rule, code: code, by: actor)
-            return try store.automation(id)
-        }
+        let record = try options.withDatabase { try book($0).add(rule, code: code, by: actor) }
         guard let record else { throw ValidationError("the automation was not stored") }
         if output.format == .json {
             print(try JSONOutput.render(object(record)))
@@ -116,7 +118,8 @@ struct AutomationCommand: ParsableCommand {
                 throw ValidationError("--days: \(days) is not a day, list or range like sat, sat,sun or mon-fri")
             }
             try AutomationCommand.add(
-                .schedule(state: state, minute: minute, days: days), code: code, options: options, output: output)
+                .rule(.schedule(state: state, minute: minute, days: days)), code: code, options: options,
+                output: output)
         }
     }
 
@@ -131,23 +134,21 @@ struct AutomationCommand: ParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() throws {
-            let instant: Date
+            let draft: AutomationBook<AutomationStore>.Draft
             switch (after, at) {
             case (let text?, nil):
-                let seconds = try AutomationCommand.duration(text, "--in")
                 // From the database's clock, which the runners read, not this machine's.
-                let now = try options.withDatabase { try AutomationStore(connection: $0).databaseNow() }
-                instant = now.addingTimeInterval(Double(seconds))
+                draft = .timer(state: state, afterSeconds: try AutomationCommand.duration(text, "--in"))
             case (nil, let text?):
                 guard let date = RFC3339.date(from: text) else {
                     throw ValidationError(
                         "--at: \(text) is not an RFC 3339 time with an offset, like 2026-12-01T07:00:00-03:00")
                 }
-                instant = date
+                draft = .rule(.timer(state: state, at: date))
             default:
                 throw ValidationError("give one of --in DURATION or --at TIME")
             }
-            try AutomationCommand.add(.timer(state: state, at: instant), code: code, options: options, output: output)
+            try AutomationCommand.add(draft, code: code, options: options, output: output)
         }
     }
 
@@ -162,7 +163,7 @@ struct AutomationCommand: ParsableCommand {
             _ make: (Double, Int) -> AutomationRule, options: GlobalOptions, output: OutputOptions
         ) throws {
             let rule = make(try AutomationCommand.watts(watts), try AutomationCommand.duration(hold, "--for"))
-            try AutomationCommand.add(rule, code: code, options: options, output: output)
+            try AutomationCommand.add(.rule(rule), code: code, options: options, output: output)
         }
     }
 
@@ -222,7 +223,7 @@ struct AutomationCommand: ParsableCommand {
                         $0.trimmingCharacters(in: .whitespaces)
                     },
                     restore: restoreRule))
-            try AutomationCommand.add(rule, code: nil, options: options, output: output)
+            try AutomationCommand.add(.rule(rule), code: nil, options: options, output: output)
         }
     }
 
@@ -235,7 +236,8 @@ struct AutomationCommand: ParsableCommand {
 
         func run() throws {
             let records = try options.withDatabase { connection in
-                try AutomationStore(connection: connection).list(code: code, includingRemoved: all)
+                try AutomationCommand.book(connection).list(
+                    code: code, for: AutomationCommand.actor, includingRemoved: all)
             }
             if output.format == .json {
                 print(try JSONOutput.render(records.map(AutomationCommand.object)))
@@ -275,9 +277,7 @@ struct AutomationCommand: ParsableCommand {
     }
 
     static func setEnabled(_ id: Int64, _ enabled: Bool, _ options: GlobalOptions, _ output: OutputOptions) throws {
-        let found = try options.withDatabase { connection in
-            try AutomationStore(connection: connection).setEnabled(id, enabled)
-        }
+        let found = try options.withDatabase { try book($0).setEnabled(id, enabled, for: actor) != nil }
         guard found else { throw ValidationError("no automation \(id)") }
         if output.format == .json {
             print(try JSONOutput.render(["id": id, "enabled": enabled]))
@@ -294,7 +294,9 @@ struct AutomationCommand: ParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() throws {
-            let found = try options.withDatabase { try AutomationStore(connection: $0).remove(id) }
+            let found = try options.withDatabase {
+                try AutomationCommand.book($0).remove(id, for: AutomationCommand.actor)
+            }
             guard found else { throw ValidationError("no automation \(id)") }
             if output.format == .json {
                 print(try JSONOutput.render(["id": id, "removed": true]))
@@ -314,7 +316,8 @@ struct AutomationCommand: ParsableCommand {
 
         func run() throws {
             let firings = try options.withDatabase { connection in
-                try AutomationStore(connection: connection).history(id, limit: max(1, min(limit, 10_000)))
+                try AutomationCommand.book(connection).history(
+                    id, for: AutomationCommand.actor, limit: max(1, min(limit, 10_000)))
             }
             if output.format == .json {
                 print(try JSONOutput.render(firings.map(AutomationCommand.firingObject)))

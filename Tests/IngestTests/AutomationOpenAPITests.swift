@@ -26,8 +26,10 @@ import Yams
 
     /// The members of `value` as the automation routes encode it.
     static func encodedKeys(_ value: some Encodable) throws -> Set<String> {
-        let data = try OwnerAPI.automationEncoder.encode(value)
-        guard case .object(let members) = try JSONParser.parse(Array(data)) else { throw HarnessError("not an object") }
+        let text = try JSONOutputEncoder().encode(value).text
+        guard case .object(let members) = try JSONParser.parse(Array(text.utf8)) else {
+            throw HarnessError("not an object")
+        }
         return Set(members.keys)
     }
 
@@ -58,9 +60,7 @@ import Yams
             throw HarnessError("not an object")
         }
         #expect(Set(members.keys) == schema.properties)
-        // And the same values.
-        let encoded = try JSONParser.parse(Array(try OwnerAPI.automationEncoder.encode(answer)))
-        #expect(encoded == .object(members))
+        #expect(answer.jsonOutput.text.hasPrefix(#"{"id":3,"automation_id":2,"kind":"timer","result":"fired","#))
     }
 
     @Test func theBodiesTakeTheMembersTheDocumentNames() throws {

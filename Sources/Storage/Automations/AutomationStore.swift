@@ -5,7 +5,8 @@ import Telemetry
 
 /// The SQL of automations (migration 22): adding, listing, enabling, removing, history; and the runner's typed
 /// reads and writes (``AutomationRuleStore``, AutomationStore+Runner.swift), whose decisions are `Automations`'.
-public struct AutomationStore {
+/// The app and the CLI reach it through `Automations`' ``AutomationBook`` (``AutomationBookStore``).
+public struct AutomationStore: AutomationBookStore {
     public let connection: PostgresConnection
 
     public init(connection: PostgresConnection) {
