@@ -39,6 +39,15 @@ import Testing
         Int64(try Harness.scalar(url, "SELECT max(id) FROM commands")) ?? -1
     }
 
+    /// The id of the command a request sent over MQTT created: the broker's acknowledgement of the publish says
+    /// nothing of when outletd has read it, so this waits for a command newer than `previous` (0: the first).
+    static func commandID(after previous: Int64 = 0, _ url: String) async throws -> Int64 {
+        try await Harness.waitUntil(timeout: 30, "a command newer than \(previous)") {
+            try lastCommandID(url) > previous
+        }
+        return try lastCommandID(url)
+    }
+
     @Test func mqttRequestIsSentAndConfirmed() async throws {
         let setup = try Self.setup()
         let outlet = try SimulatedOutlet(code: "plug-1", prefix: setup.prefix)
@@ -51,7 +60,7 @@ import Testing
             try await publisher.publishAcknowledged(
                 "\(setup.prefix)/plug-1/set",
                 payload: Array(#"{"state":"on","request_id":"r-1","requested_by":"ana"}"#.utf8))
-            let id = try Self.lastCommandID(setup.url)
+            let id = try await Self.commandID(setup.url)
             try await watcher.waitFor(id, ["accepted", "sent", "confirmed"])
             #expect(watcher.seen.value.first { $0.commandID == id }?.requestID == "r-1")
         }
@@ -140,7 +149,7 @@ import Testing
             let publisher = try Harness.publisher()
             defer { publisher.stop() }
             try await publisher.publishAcknowledged("\(setup.prefix)/plug-1/set", payload: Array("off".utf8))
-            let id = try Self.lastCommandID(setup.url)
+            let id = try await Self.commandID(setup.url)
             try await watcher.waitFor(id, ["accepted", "sent", "timed_out"])
             #expect(Self.reason(watcher, id, "timed_out")?.code == "no_confirmation")
             // Desired off, never reported: listed once the confirmation window passed.
@@ -166,7 +175,7 @@ import Testing
             let publisher = try Harness.publisher()
             defer { publisher.stop() }
             try await publisher.publishAcknowledged("\(setup.prefix)/plug-1/set", payload: Array("on".utf8))
-            let id = try Self.lastCommandID(setup.url)
+            let id = try await Self.commandID(setup.url)
             try await watcher.waitFor(id, ["accepted"])
             try await Task.sleep(for: .milliseconds(500))
             #expect(watcher.results(of: id) == ["accepted"])
@@ -218,7 +227,7 @@ import Testing
             let publisher = try Harness.publisher()
             defer { publisher.stop() }
             try await publisher.publishAcknowledged("\(setup.prefix)/plug-1/set", payload: Array("on".utf8))
-            let id = try Self.lastCommandID(setup.url)
+            let id = try await Self.commandID(setup.url)
             try await watcher.waitFor(id, ["accepted", "expired"])
             #expect(Self.reason(watcher, id, "expired")?.code == "offline")
             try await outlet.set(.obey)
@@ -238,12 +247,12 @@ import Testing
             let publisher = try Harness.publisher()
             defer { publisher.stop() }
             try await publisher.publishAcknowledged("\(setup.prefix)/plug-1/set", payload: Array("on".utf8))
-            let first = try Self.lastCommandID(setup.url)
+            let first = try await Self.commandID(setup.url)
             try await watcher.waitFor(first, ["accepted", "sent"])
             try await outlet.set(.obey)
             // toggle resolves against the desired state (on) → off.
             try await publisher.publishAcknowledged("\(setup.prefix)/plug-1/set", payload: Array("toggle".utf8))
-            let second = try Self.lastCommandID(setup.url)
+            let second = try await Self.commandID(after: first, setup.url)
             try await watcher.waitFor(first, ["accepted", "sent", "superseded"])
             try await watcher.waitFor(second, ["accepted", "sent", "confirmed"])
             #expect(
@@ -370,7 +379,7 @@ import Testing
             let publisher = try Harness.publisher()
             defer { publisher.stop() }
             try await publisher.publishAcknowledged("\(setup.prefix)/plug-1/set", payload: Array("on".utf8))
-            let id = try Self.lastCommandID(setup.url)
+            let id = try await Self.commandID(setup.url)
             try await watcher.waitFor(id, ["accepted"])
             return id
         }
