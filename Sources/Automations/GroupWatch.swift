@@ -13,9 +13,10 @@ import Telemetry
 ///   drew when shed has stayed below the limit minus the margin for `afterSeconds`, it is switched back on, and the
 ///   wait starts again for the next.
 ///
-/// Pure: the state is persisted between evaluations in the group's row of `automations` (``runStart`` as
-/// `watch_run_start`, ``belowSince``, ``firedRun``, ``seenUntil`` as `watch_below_since`, `watch_fired_run`,
-/// `watch_seen_until`) and its members' rows of `automation_group_members` (`shed_at`, `shed_watts`).
+/// Pure: the state is persisted between evaluations, each field in the column of its name: ``runStart``,
+/// ``belowSince``, ``firedRun`` and ``seenUntil`` in the group's row of `automations` (`watch_run_start`,
+/// `watch_below_since`, `watch_fired_run`, `watch_seen_until`), a member's ``Member/shedAt`` and
+/// ``Member/shedWatts`` in its row of `automation_group_members` (`shed_at`, `shed_watts`).
 public struct GroupWatch: Sendable, Equatable {
     /// A member of the group, least important first.
     public struct Member: Sendable, Equatable {
