@@ -15,6 +15,7 @@ test: deps lint build-info
 	scripts/check-page
 	$(SWIFT) build --build-tests
 	scripts/ha-venv
+	scripts/alert-venv
 	SWIFT=$(SWIFT) scripts/unit-tests
 	scripts/browser-test
 	scripts/check-systemd

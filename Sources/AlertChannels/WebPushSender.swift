@@ -145,12 +145,12 @@ public struct WebPushSender: Sendable {
         }
         let whole = object(body: notice.text, event: notice.json)
         if whole.count <= WebPushEncryption.maximumPlaintext { return whole }
-        var body = notice.text
-        var shorter = object(body: body, event: nil)
-        while shorter.count > WebPushEncryption.maximumPlaintext, !body.isEmpty {
-            body = String(body.dropLast(max(1, (shorter.count - WebPushEncryption.maximumPlaintext) / 2))) + "…"
-            if body == "…" { body = "" }
-            shorter = object(body: body, event: nil)
+        var kept = notice.text.count
+        var shorter = object(body: notice.text, event: nil)
+        while shorter.count > WebPushEncryption.maximumPlaintext, kept > 0 {
+            // Each round keeps fewer of the text's characters (at least one fewer), so it ends.
+            kept = max(0, kept - max(1, (shorter.count - WebPushEncryption.maximumPlaintext) / 4))
+            shorter = object(body: kept == 0 ? "" : notice.text.prefix(kept) + "…", event: nil)
         }
         return shorter
     }
