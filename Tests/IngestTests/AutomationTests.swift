@@ -198,7 +198,10 @@ import Testing
         let connection = try PostgresConnection(connectionString: url)
         defer { connection.close() }
         let store = AutomationStore(connection: connection)
-        let owners = try store.add(.idle(watts: 5, holdSeconds: 1_800), code: "tv-1", by: .owner(id: ana, name: "ana"))
+        let owners = try #require(
+            try AutomationBook(store).add(
+                .rule(.idle(watts: 5, holdSeconds: 1_800)), code: "tv-1", by: .owner(id: ana, name: "ana"))
+        ).id
         let operators = try Self.add(["over-power", "tv-1", "--watts", "2000", "--for", "10s"], url)
         #expect(try store.list(code: "tv-1", owner: ana).map(\.id) == [owners])
         #expect(try OwnerStore(connection: connection).release(userID: ana, code: "tv-1"))

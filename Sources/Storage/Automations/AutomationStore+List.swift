@@ -49,27 +49,23 @@ extension AutomationStore {
         return result.rowCount == 1 ? try record(result, row: 0) : nil
     }
 
-    /// Enables or disables automation `id`; an enabled schedule counts from now (what was due while disabled does
-    /// not fire). Returns false when there is no such automation (or, for `owner`, none of theirs).
-    @discardableResult
-    public func setEnabled(_ id: Int64, _ enabled: Bool, owner: Int64? = nil) throws -> Bool {
+    public func withAutomation<T>(
+        _ id: Int64, owner: Int64?, _ body: (AutomationStore, AutomationRecord?, Date) throws -> T
+    ) throws -> T {
         try connection.transaction {
             let now = try databaseNow()
-            guard let record = try automation(id, owner: owner) else { return false }
-            var nextDue = record.nextDueAt
-            if enabled, !record.enabled, case .schedule(_, let minute, let days) = record.rule,
-                let zone = TimeZone(identifier: record.timeZone ?? "UTC")
-            {
-                nextDue = ScheduleClock.next(after: now, minute: minute, days: days, in: zone)
-            }
-            try connection.execute(
-                """
-                UPDATE automations SET enabled = $2, next_due_at = $3,
-                       watch_run_start = CASE WHEN $2 THEN watch_run_start END
-                WHERE id = $1
-                """, [id, enabled, nextDue])
-            return true
+            return try body(self, try automation(id, owner: owner), now)
         }
+    }
+
+    /// Enables or disables automation `id`, due next at `nextDueAt`; a power rule enabled again starts afresh.
+    public func saveEnabled(_ id: Int64, _ enabled: Bool, nextDueAt: Date?) throws {
+        try connection.execute(
+            """
+            UPDATE automations SET enabled = $2, next_due_at = $3,
+                   watch_run_start = CASE WHEN $2 THEN watch_run_start END
+            WHERE id = $1
+            """, [id, enabled, nextDueAt])
     }
 
     /// Removes automation `id`: it stops, its group's outlets are free for another group, its history stays.

@@ -287,7 +287,7 @@ public struct OwnerStore {
     /// act on the last owner's rules.
     ///
     /// An automation is added under a lock on the outlet's row, after checking who owns it
-    /// (``AutomationStore/add(_:code:by:)``). The release takes that lock first, and removes the rules in a statement
+    /// (`Automations`' ``AutomationBook/add(_:code:by:)``, through ``AutomationStore/withNewRule(on:_:)``). The release takes that lock first, and removes the rules in a statement
     /// of its own, whose snapshot is taken once the lock is held: it sees every rule added before it, and an add
     /// waiting for the lock finds the outlet no longer theirs. (In one statement, the removal read the rules as of
     /// the statement's start: a rule committed while the release waited for the lock stayed live on the outlet.)
