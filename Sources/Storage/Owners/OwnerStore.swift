@@ -286,10 +286,10 @@ public struct OwnerStore {
     /// automations they made on it are removed with it (their history stays): the next owner's outlet does not
     /// act on the last owner's rules.
     ///
-    /// An automation is added under a lock on the outlet's row, after checking who owns it
-    /// (`Automations`' ``AutomationBook/add(_:code:by:)``, through ``AutomationStore/withNewRule(on:_:)``). The release takes that lock first, and removes the rules in a statement
-    /// of its own, whose snapshot is taken once the lock is held: it sees every rule added before it, and an add
-    /// waiting for the lock finds the outlet no longer theirs. (In one statement, the removal read the rules as of
+    /// An automation is added under a lock on the outlet's row, after checking who owns it (`Automations`'
+    /// `AutomationBook.add`, through ``AutomationStore/withNewRule(on:_:)``). The release takes that lock first, and
+    /// removes the rules in a statement of its own, whose snapshot is taken once the lock is held: it sees every rule
+    /// added before it, and an add waiting for the lock finds the outlet no longer theirs. (In one statement, the removal read the rules as of
     /// the statement's start: a rule committed while the release waited for the lock stayed live on the outlet.)
     public func release(userID: Int64, code: String) throws -> Bool {
         try connection.transaction {
