@@ -289,8 +289,9 @@ public struct OwnerStore {
     /// An automation is added under a lock on the outlet's row, after checking who owns it (`Automations`'
     /// `AutomationBook.add`, through ``AutomationStore/withNewRule(on:_:)``). The release takes that lock first, and
     /// removes the rules in a statement of its own, whose snapshot is taken once the lock is held: it sees every rule
-    /// added before it, and an add waiting for the lock finds the outlet no longer theirs. (In one statement, the removal read the rules as of
-    /// the statement's start: a rule committed while the release waited for the lock stayed live on the outlet.)
+    /// added before it, and an add waiting for the lock finds the outlet no longer theirs. (In one statement, the
+    /// removal read the rules as of the statement's start: a rule committed while the release waited for the lock
+    /// stayed live on the outlet.)
     public func release(userID: Int64, code: String) throws -> Bool {
         try connection.transaction {
             let released = try connection.execute(
