@@ -40,6 +40,17 @@ public struct AlertRule: Sendable, Equatable {
     public var kind: AlertKind
     public var parameters: AlertParameters
 
+    /// A rule as stored: its parameters were validated when it was set (the table's checks keep the same bounds).
+    public init(stored kind: AlertKind, parameters: AlertParameters) {
+        self.kind = kind
+        self.parameters = parameters
+    }
+
+    init(kind: AlertKind, parameters: AlertParameters) {
+        self.kind = kind
+        self.parameters = parameters
+    }
+
     /// Bounds and defaults, one place (docs/ALERTS.md repeats them).
     public enum Bounds {
         /// offline `after`: 30 s … 7 days.

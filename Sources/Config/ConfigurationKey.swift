@@ -298,6 +298,37 @@ extension ConfigurationKey {
         .int(
             "automations.interval_ms", \.automations.intervalMilliseconds, 50...60_000,
             "how often automations are evaluated, milliseconds"),
+        .bool("alerts.enabled", \.alerts.enabled, "evaluate alerts and deliver them in this instance"),
+        .double(
+            "alerts.interval_seconds", \.alerts.intervalSeconds, 1...3_600, "how often alerts are evaluated, seconds"),
+        .double(
+            "alerts.slow_interval_seconds", \.alerts.slowIntervalSeconds, 10...86_400,
+            "how often standby and budget alerts are evaluated, seconds"),
+        .bool(
+            "alerts.webhook_allow_private", \.alerts.webhookAllowPrivate,
+            "let webhooks reach loopback, private and link-local addresses"),
+        .int("alerts.max_rules_per_owner", \.alerts.maxRulesPerOwner, 1...10_000, "alert rules one owner may have"),
+        .int(
+            "alerts.max_channels_per_owner", \.alerts.maxChannelsPerOwner, 1...1_000,
+            "alert channels one owner may have"),
+        .int(
+            "alerts.max_messages_per_hour", \.alerts.maxMessagesPerHour, 1...100_000,
+            "alert deliveries queued per owner per hour; beyond, recorded as failed"),
+        .string(
+            "alerts.vapid_key_file", \.alerts.vapidKeyFile,
+            "Web Push VAPID key (PEM; created once; empty: no Web Push)",
+            nonEmpty: false),
+        .string("alerts.vapid_subject", \.alerts.vapidSubject, "Web Push VAPID subject (mailto: or https: URL)"),
+        .string(
+            "alerts.smtp_host", \.alerts.smtpHost, "SMTP relay for alert emails (empty: no email)", nonEmpty: false),
+        .int("alerts.smtp_port", \.alerts.smtpPort, 1...65_535, "SMTP relay port"),
+        .bool("alerts.smtp_starttls", \.alerts.smtpStartTLS, "require STARTTLS with the SMTP relay"),
+        .string("alerts.smtp_username", \.alerts.smtpUsername, "SMTP login (empty: none)", nonEmpty: false),
+        .string(
+            "alerts.smtp_password", \.alerts.smtpPassword, "SMTP password", nonEmpty: false,
+            redact: { $0.isEmpty ? "" : "***" }),
+        .string("alerts.smtp_from", \.alerts.smtpFrom, "sender address of alert emails", nonEmpty: false),
+        .string("alerts.page_url", \.alerts.pageURL, "the owners' page's URL, linked from messages", nonEmpty: false),
         .bool(
             "homeassistant.discovery", \.homeAssistant.discovery,
             "publish Home Assistant MQTT discovery configs for every enabled native outlet"),

@@ -18,6 +18,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
     public var registry = RegistrySettings()
     public var commands = CommandSettings()
     public var automations = AutomationSettings()
+    public var alerts = AlertSettings()
     public var rollups = RollupSettings()
     public var retention = RetentionSettings()
     public var logging = LoggingSettings()
@@ -310,6 +311,36 @@ public struct OutletdConfiguration: Sendable, Equatable {
         /// How often the rules are evaluated, milliseconds: power rules act within this plus a batch's commit of
         /// the reading that met them.
         public var intervalMilliseconds = 250
+    }
+
+    /// Alerts: outletd telling owners and operators what they need to know (docs/ALERTS.md).
+    public struct AlertSettings: Sendable, Equatable {
+        /// Whether this instance evaluates alerts and drains their outbox (several instances share the work: each
+        /// round is taken by one, each delivery claimed by one).
+        public var enabled = true
+        /// How often the rules are evaluated, seconds.
+        public var intervalSeconds = 10.0
+        /// How often the slow kinds (standby, budget: days and a month of data) are evaluated, seconds.
+        public var slowIntervalSeconds = 300.0
+        /// Whether webhooks may reach loopback, private and link-local addresses (an owner could otherwise make
+        /// outletd call internal services).
+        public var webhookAllowPrivate = false
+        /// Rules, channels and messages (deliveries queued, per hour) one owner may have.
+        public var maxRulesPerOwner = 50
+        public var maxChannelsPerOwner = 10
+        public var maxMessagesPerHour = 60
+        /// Web Push: the VAPID key's PEM file (created once, mode 0600; empty: Web Push off) and the `sub` claim.
+        public var vapidKeyFile = ""
+        public var vapidSubject = "mailto:alerts@localhost"
+        /// Email: the operator's SMTP relay (`smtp_host` empty: email off), STARTTLS, login and sender address.
+        public var smtpHost = ""
+        public var smtpPort = 587
+        public var smtpStartTLS = true
+        public var smtpUsername = ""
+        public var smtpPassword = ""
+        public var smtpFrom = ""
+        /// The page's URL put in messages (empty: none).
+        public var pageURL = ""
     }
 
     /// The power rollups (docs/ROLLUPS.md). Changing either value calls for `outletd rollup rebuild`.

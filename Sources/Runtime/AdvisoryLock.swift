@@ -14,6 +14,8 @@ public enum AdvisoryLock {
         case groupRules = 0x6F75_746C_6574_66
         /// The command results sweep, one instance at a time (`CommandStore`).
         case commandResults = 0x6F75_746C_6574_6472
+        /// The alert runner's evaluation round, one instance a round (Storage's `AlertSQLStore`).
+        case alertRounds = 0x6F75_746C_6574_67
     }
 
     /// Two-key locks (`pg_advisory_lock(integer, integer)` and their kin): the first key.

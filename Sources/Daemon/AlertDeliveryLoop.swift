@@ -1,0 +1,113 @@
+import Alerts
+import CoreMetrics
+import Dispatch
+import Foundation
+import Logging
+import Postgres
+import Runtime
+
+/// Drains the alerts' outbox (docs/ALERTS.md): claims the deliveries that are due (each leased, `FOR UPDATE SKIP
+/// LOCKED`, so several instances share them and one killed mid-send leaves its claims to be tried again when the
+/// lease ends), sends them all at once through their channels' senders, and records each outcome: sent, tried
+/// again later with backoff (``AlertOutbox``), or failed for good. Sends run side by side, each within its sender's
+/// timeout, so one failing channel never holds up another; a failing channel is marked on its row for its owner.
+public struct AlertDeliveryLoop: DatabaseJob {
+    public var name: String { "outletd-alert-delivery" }
+    private let senders: [AlertChannelKind: any AlertSender]
+    private let makeStore: @Sendable (PostgresConnection) -> any AlertStore
+    private let pollSeconds: Double
+    private let leaseSeconds: Double
+    private let metricsFactory: any MetricsFactory
+    private let logger: Logger
+
+    public init(
+        senders: [AlertChannelKind: any AlertSender],
+        makeStore: @escaping @Sendable (PostgresConnection) -> any AlertStore,
+        pollSeconds: Double = 1, leaseSeconds: Double = 120, metricsFactory: any MetricsFactory, logger: Logger
+    ) {
+        self.senders = senders
+        self.makeStore = makeStore
+        self.pollSeconds = pollSeconds
+        self.leaseSeconds = leaseSeconds
+        self.metricsFactory = metricsFactory
+        self.logger = logger
+    }
+
+    public func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
+        let store = makeStore(connection)
+        while !context.stop.isSet {
+            if try drainOnce(store) == 0 { _ = context.stop.sleep(seconds: pollSeconds) }
+        }
+    }
+
+    /// Claims, sends and records one batch; returns how many deliveries it handled.
+    @discardableResult
+    public func drainOnce(_ store: any AlertStore, limit: Int = 50) throws -> Int {
+        let jobs = try store.claimDeliveries(limit: limit, leaseSeconds: leaseSeconds)
+        guard !jobs.isEmpty else { return 0 }
+        let outcomes = Self.sendAll(jobs, senders: senders)
+        for (job, outcome) in zip(jobs, outcomes) {
+            try store.finishDelivery(job, outcome: outcome)
+            let result: String
+            switch outcome {
+            case .sent: result = "sent"
+            case .retry(_, let error), .failed(let error):
+                let retried = outcome != .failed(error: error)
+                result = retried ? "retry" : "failed"
+                // The error is the sender's reason, never a secret (senders do not put one in it).
+                logger.notice(
+                    "alert delivery failed",
+                    metadata: [
+                        "delivery": "\(job.id)", "channel": "\(job.channelID)", "kind": "\(job.channel.rawValue)",
+                        "attempt": "\(job.attempts)", "error": "\(error)", "retry": "\(retried)",
+                    ])
+            }
+            Counter(
+                label: "outletd_alert_deliveries_total",
+                dimensions: [("channel", job.channel.rawValue), ("result", result)], factory: metricsFactory
+            ).increment()
+        }
+        return jobs.count
+    }
+
+    /// Sends every job at once (from the worker's thread, which waits), each through its channel's sender.
+    static func sendAll(_ jobs: [AlertDeliveryJob], senders: [AlertChannelKind: any AlertSender])
+        -> [AlertDeliveryOutcome]
+    {
+        let results = Guarded([AlertDeliveryOutcome?](repeating: nil, count: jobs.count))
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            await withTaskGroup(of: Void.self) { group in
+                for (index, job) in jobs.enumerated() {
+                    group.addTask {
+                        let outcome = await send(job, through: senders[job.channel])
+                        results.withLock { $0[index] = outcome }
+                    }
+                }
+            }
+            done.signal()
+        }
+        done.wait()
+        return results.withLock { $0 }.map { $0 ?? .retry(at: Date(), error: "not sent") }
+    }
+
+    static func send(_ job: AlertDeliveryJob, through sender: (any AlertSender)?) async -> AlertDeliveryOutcome {
+        guard let sender else {
+            return .failed(error: "\(job.channel.rawValue) is not configured on this server")
+        }
+        do {
+            try await sender.send(job)
+            return .sent
+        } catch {
+            let (retryable, reason): (Bool, String) =
+                switch error {
+                case .retryable(let reason): (true, reason)
+                case .permanent(let reason): (false, reason)
+                }
+            if let at = AlertOutbox.afterFailure(attempts: job.attempts, retryable: retryable, now: Date()) {
+                return .retry(at: at, error: reason)
+            }
+            return .failed(error: reason)
+        }
+    }
+}
