@@ -43,18 +43,10 @@ import Testing
         try await Harness.withService(configuration) { _ in
             let heater = try await MeteredOutlet(code: "heater", prefix: prefix, load: 2_100)
             let lamp = try await MeteredOutlet(code: "lamp", prefix: prefix, load: 1_999)
-            let dippy = try await MeteredOutlet(code: "dippy", prefix: prefix, load: 2_100)
+            // dippy drops below the limit for a reading at least every second of measured time: no run lasts 2 s.
+            let dippy = try await MeteredOutlet(
+                code: "dippy", prefix: prefix, load: 2_100, interruption: (watts: 1_900, every: 1))
             defer { [heater, lamp, dippy].forEach { $0.stop() } }
-            // dippy drops below the limit for a reading every 1.5 s: no run lasts 2 s.
-            let dipping = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(1_300))
-                    dippy.load.value = 1_900
-                    try? await Task.sleep(for: .milliseconds(250))
-                    dippy.load.value = 2_100
-                }
-            }
-            defer { dipping.cancel() }
             try await AutomationTests.waitForFirings(url, over)
             #expect(heater.commands == [.off])
             try await Task.sleep(for: .seconds(4))
@@ -82,17 +74,10 @@ import Testing
             // Reports itself off while reading 3 W (a meter behind the relay): not idle "while on".
             let radio = try await MeteredOutlet(code: "radio", prefix: prefix, load: 3, on: false)
             radio.load.value = 3
-            let console = try await MeteredOutlet(code: "console", prefix: prefix, load: 3)
+            // console plays (60 W) for a reading at least every second of measured time: never idle for 2 s.
+            let console = try await MeteredOutlet(
+                code: "console", prefix: prefix, load: 3, interruption: (watts: 60, every: 1))
             defer { [tv, radio, console].forEach { $0.stop() } }
-            let playing = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(1_200))
-                    console.load.value = 60
-                    try? await Task.sleep(for: .milliseconds(250))
-                    console.load.value = 3
-                }
-            }
-            defer { playing.cancel() }
             try await AutomationTests.waitForFirings(url, idle)
             #expect(tv.commands == [.off])
             try await Task.sleep(for: .seconds(4))
