@@ -160,8 +160,9 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Alerts", "Automations", "Commands", "Compaction", "Config", "Ingest", "MessageSpool", "MQTT", "Observability",
-                "OwnerApp", "Postgres", "Routing", "Runtime", "Storage", "Telemetry",
+                "AlertChannels", "Alerts", "Automations", "Commands", "Compaction", "Config", "Ingest", "MessageSpool",
+                "MQTT", "Observability", "OwnerApp", "Postgres", "Routing", "Runtime", "Storage", "Telemetry",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),

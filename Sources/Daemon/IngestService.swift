@@ -1,3 +1,4 @@
+import Alerts
 import Automations
 import Commands
 import Compaction
@@ -140,6 +141,22 @@ public final class IngestService: Service, Sendable {
                 worker(
                     AutomationRunner(
                         settings: .init(configuration), store: AutomationStore.init(connection:),
+                        metricsFactory: metrics.factory, logger: logger)))
+        }
+        if configuration.alerts.enabled {
+            let maxMessages = configuration.alerts.maxMessagesPerHour
+            let store: @Sendable (PostgresConnection) -> any AlertStore = {
+                AlertSQLStore(connection: $0, maxMessagesPerHour: maxMessages)
+            }
+            services.append(
+                worker(
+                    AlertRunner(
+                        settings: .init(configuration), makeStore: store, metricsFactory: metrics.factory,
+                        logger: logger)))
+            services.append(
+                worker(
+                    AlertDeliveryLoop(
+                        senders: AlertSenders.make(configuration, logger: logger), makeStore: store,
                         metricsFactory: metrics.factory, logger: logger)))
         }
         if configuration.homeAssistant.discovery {
