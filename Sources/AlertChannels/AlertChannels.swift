@@ -16,6 +16,7 @@ import Foundation
 //         json: [UInt8]         the event as JSON (the webhook's body; the push payload's "event")
 //         occurredAt: Date
 //     public enum DeliveryError: Error, Sendable, Equatable { case retryable(String), permanent(String) }
+//         var reason: String; var isRetryable: Bool
 //
 //     public struct WebPushSubscription: Sendable, Codable, Equatable    endpoint, p256dh, auth (base64url)
 //         func validated() throws(DeliveryError) -> WebPushSubscription  (the API checks a browser's subscription)
@@ -35,7 +36,8 @@ import Foundation
 //         func send(_ n: Notice, to url: String, secret: String) async throws(DeliveryError)
 //         static func signature(id:timestamp:body:secret:) throws(DeliveryError) -> String   ("v1,<base64>")
 //     public struct SMTPSettings: Sendable, Equatable
-//         host, port, starttls (required when true), username, password, from, heloName, timeout, trustRootsFile
+//         init(host:, port: 587, starttls: true, username: nil, password: nil, from:, heloName: host name,
+//              timeout: 30 s, trustRootsFile: nil)        (STARTTLS required when true; AUTH only over TLS)
 //     public struct MailSender: Sendable
 //         init(settings: SMTPSettings, eventLoopGroup: EventLoopGroup = MultiThreadedEventLoopGroup.singleton)
 //         func send(_ n: Notice, to address: String) async throws(DeliveryError)
@@ -43,11 +45,12 @@ import Foundation
 //     public enum EndpointGuard
 //         static func check(url: String, allowPrivate: Bool) async throws(DeliveryError)
 //         static func resolve(url: String, allowPrivate: Bool) async throws(DeliveryError) -> ResolvedEndpoint
+//             (every address the host has now, each checked; `pinned`, the one a request connects to)
 //         static func isPublic(_ address: IPAddress) -> Bool
 //
-// Every HTTP request goes out on a client of its own (on the given client's event loops, with its TLS settings) that
-// follows no redirect and connects only to the address `EndpointGuard` checked at send time, so a name that resolves
-// to a public address when the owner saves it and to 127.0.0.1 later (DNS rebinding) is refused then too.
+// Every HTTP request goes out on a client of its own (on the given client's event loops, trusting the system's roots)
+// that follows no redirect and connects only to the address `EndpointGuard` checked at send time, so a name that
+// resolves to a public address when the owner saves it and to 127.0.0.1 later (DNS rebinding) is refused then too.
 
 /// One message about one alert event, for one channel target, in the owner's language.
 public struct Notice: Sendable, Equatable {
