@@ -341,6 +341,8 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var smtpFrom = ""
         /// The page's URL put in messages (empty: none).
         public var pageURL = ""
+
+        public init() {}
     }
 
     /// The power rollups (docs/ROLLUPS.md). Changing either value calls for `outletd rollup rebuild`.

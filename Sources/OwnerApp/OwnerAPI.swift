@@ -1,3 +1,4 @@
+import Config
 import Foundation
 import Hummingbird
 import HummingbirdAuth
@@ -30,6 +31,8 @@ public struct OwnerAPI: Sendable {
         public var maxClaimFailuresPerAddress = 30
         /// How long the detail's cost figures for today are kept (``CostCache``), seconds; 0: priced every time.
         public var costCacheSeconds = 60.0
+        /// Alerts' per-owner limits (`alerts.*`).
+        public var alerts = OutletdConfiguration.AlertSettings()
         /// What one owner may hold of the app at once (``OwnerShare``).
         var ownerShare = OwnerShare.Limits()
 
@@ -100,6 +103,15 @@ public struct OwnerAPI: Sendable {
         owner.patch("automations/:id", use: updateAutomation)
         owner.delete("automations/:id", use: removeAutomation)
         owner.get("automations/:id/history", use: automationHistory)
+        owner.get("alerts", use: listAlerts)
+        owner.post("alerts/:id/ack", use: acknowledgeAlert)
+        owner.post("alerts/:id/snooze", use: snoozeAlert)
+        owner.get("alert-rules", use: listAlertRules)
+        owner.put("alert-rules", use: setAlertRule)
+        owner.delete("alert-rules/:id", use: removeAlertRule)
+        owner.get("alert-channels", use: listAlertChannels)
+        owner.post("alert-channels", use: addAlertChannel)
+        owner.delete("alert-channels/:id", use: removeAlertChannel)
     }
 
     // MARK: Outlets

@@ -35,7 +35,7 @@ public struct OwnerAppServer: Service {
             metrics: AppMetrics(factory: metricsFactory), logger: logger)
         let router = Self.router(
             database: database, configuration: configuration.app, passwords: passwords, live: live,
-            metricsFactory: metricsFactory, logger: logger)
+            metricsFactory: metricsFactory, logger: logger, alerts: configuration.alerts)
         let limits = ConnectionLimits(
             maxConnections: configuration.app.maxConnections,
             headerTimeoutSeconds: configuration.app.headerTimeoutSeconds, metrics: AppMetrics(factory: metricsFactory))
@@ -68,15 +68,17 @@ public struct OwnerAppServer: Service {
     /// Every route of the app, the API and the page, behind the middleware every answer passes.
     static func router(
         database: OwnerDatabase, configuration: OutletdConfiguration.AppSettings, passwords: PasswordChecker,
-        live: LiveHub, metricsFactory: any MetricsFactory, logger: Logger
+        live: LiveHub, metricsFactory: any MetricsFactory, logger: Logger,
+        alerts: OutletdConfiguration.AlertSettings = .init()
     ) -> Router<OwnerRequestContext> {
         let router = Router(context: OwnerRequestContext.self)
         router.add(middleware: SecurityHeadersMiddleware(logger: logger))
         router.add(middleware: ClientAddressMiddleware(trustedProxies: configuration.trustedProxies))
         router.add(middleware: LogRequestsMiddleware(.debug))
-        let settings = OwnerAPI.Settings(
+        var settings = OwnerAPI.Settings(
             sessionLifetimeSeconds: configuration.sessionLifetimeHours * 3_600,
             claimRequiresKey: configuration.claimRequiresKey)
+        settings.alerts = alerts
         OwnerAPI(
             database: database, settings: settings, passwords: passwords, live: live,
             metrics: AppMetrics(factory: metricsFactory)

@@ -647,7 +647,7 @@ import Yams
             }
         }
         let registered = Self.registeredAPIRoutes()
-        #expect(registered.count == 17)
+        #expect(registered.count == 26)
         #expect(
             documented == registered,
             "only documented: \(documented.subtracting(registered)); only served: \(registered.subtracting(documented))"

@@ -1,0 +1,90 @@
+import Alerts
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+
+@testable import Storage
+
+/// The owners' alert routes over HTTP: rules, channels and incidents are the caller's alone (another owner gets
+/// 404 for every id), bad values are 400 with the reason, the limits 409, a webhook's secret is never answered.
+@Suite(.serialized) struct OwnerAlertsTests {
+    @Test func anotherOwnerGets404ForEveryIdAndBadValuesAreRefused() async throws {
+        try await OwnerAppTests.withApp(configure: { $0.alerts.maxChannelsPerOwner = 2 }) { app in
+            _ = try app.sql(
+                "UPDATE devices SET owner_id = (SELECT id FROM app_users WHERE name = 'ana') WHERE code = 'kit-1' RETURNING 1"
+            )
+            let ana = try await app.login("ana")
+            let bob = try await app.login("bob")
+            // Rules: set, refused values, another's outlet.
+            let rule = try await app.send(
+                "PUT", "/api/v1/alert-rules", token: ana,
+                body: #"{"kind":"offline","outlet":"kit-1","after_seconds":30,"resolve_after_seconds":0}"#)
+            #expect(rule.status == 200, "\(rule.body)")
+            guard case .number(let ruleID)? = rule.json?["id"] else { throw HarnessError("no rule id: \(rule.body)") }
+            for (body, reason) in [
+                (#"{"kind":"offline","outlet":"kit-1","after_seconds":5}"#, "after_seconds must be within 30…604800 s"),
+                (#"{"kind":"standby","outlet":"kit-1"}"#, "standby needs watts"),
+                (#"{"kind":"flood"}"#, "kind: expected one of"),
+                (#"{"kind":"budget","amount":"1e9"}"#, "amount must be a decimal number"),
+                (#"{"kind":"offline","watts":"x"}"#, "watts: expected a number of watts"),
+            ] {
+                let refused = try await app.send("PUT", "/api/v1/alert-rules", token: ana, body: body)
+                #expect(
+                    refused.status == 400 && refused.body.contains(reason), "\(body): \(refused.status) \(refused.body)"
+                )
+            }
+            let onAnother = try await app.send(
+                "PUT", "/api/v1/alert-rules", token: bob, body: #"{"kind":"offline","outlet":"kit-1"}"#)
+            #expect(onAnother.status == 404)
+            // Channels: the secret is never answered; bad ones refused; the limit.
+            let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+            let webhook = try await app.send(
+                "POST", "/api/v1/alert-channels", token: ana,
+                body: #"{"kind":"webhook","target":"https://example.com/hook","secret":"\#(secret)"}"#)
+            #expect(webhook.status == 201, "\(webhook.body)")
+            #expect(!webhook.body.contains(secret))
+            guard case .number(let channelID)? = webhook.json?["id"] else { throw HarnessError(webhook.body) }
+            let list = try await app.send("GET", "/api/v1/alert-channels", token: ana)
+            #expect(list.status == 200 && !list.body.contains(secret) && list.body.contains("example.com/hook"))
+            let bad = try await app.send(
+                "POST", "/api/v1/alert-channels", token: ana, body: #"{"kind":"email","target":"not an address"}"#)
+            #expect(bad.status == 400 && bad.body.contains("expected an email address"), "\(bad.body)")
+            _ = try await app.send(
+                "POST", "/api/v1/alert-channels", token: ana, body: #"{"kind":"email","target":"ana@example.com"}"#)
+            let third = try await app.send(
+                "POST", "/api/v1/alert-channels", token: ana, body: #"{"kind":"email","target":"b@example.com"}"#)
+            #expect(third.status == 409 && third.body.contains("at most 2 alert channels"), "\(third.body)")
+            // An incident of ana's.
+            _ = try app.sql(
+                """
+                INSERT INTO device_power_totals (device_id, sample_count, power_sum_watts, peak_power_watts, peak_at,
+                                                 first_measured_at, last_measured_at)
+                SELECT id, 10, 0, 0, now(), now() - interval '1 hour', now() - interval '10 minutes'
+                FROM devices WHERE code = 'kit-1' RETURNING 1
+                """)
+            _ = try AlertStoreTests.round(app.url)
+            let alerts = try await app.send("GET", "/api/v1/alerts", token: ana)
+            #expect(alerts.json?["open_count"] == .number(1), "\(alerts.body)")
+            let incidentID = try app.sql("SELECT id FROM alert_incidents")
+            // bob: 404 for each of ana's ids, and sees none of them.
+            for (method, path, body) in [
+                ("POST", "/api/v1/alerts/\(incidentID)/ack", nil),
+                ("POST", "/api/v1/alerts/\(incidentID)/snooze", #"{"seconds":60}"#),
+                ("DELETE", "/api/v1/alert-rules/\(Int(ruleID))", nil),
+                ("DELETE", "/api/v1/alert-channels/\(Int(channelID))", nil),
+            ] as [(String, String, String?)] {
+                let answer = try await app.send(method, path, token: bob, body: body)
+                #expect(answer.status == 404, "\(method) \(path): \(answer.status)")
+            }
+            let bobs = try await app.send("GET", "/api/v1/alerts", token: bob)
+            #expect(bobs.json?["open_count"] == .number(0))
+            #expect(try await app.send("GET", "/api/v1/alert-rules", token: bob).body == "[]")
+            #expect(try await app.send("GET", "/api/v1/alert-channels", token: bob).body == "[]")
+            // ana can.
+            #expect(try await app.send("POST", "/api/v1/alerts/\(incidentID)/ack", token: ana).status == 204)
+            #expect(try await app.send("DELETE", "/api/v1/alert-rules/\(Int(ruleID))", token: ana).status == 204)
+            #expect(try app.sql("SELECT state FROM alert_incidents") == "resolved")
+        }
+    }
+}
