@@ -17,7 +17,7 @@ struct Outletd: AsyncParsableCommand {
         subcommands: [
             RunCommand.self, MigrateCommand.self, DeviceCommand.self, SwitchCommand.self, StatsCommand.self,
             RollupCommand.self, SimulateCommand.self, CheckConfigCommand.self, BrokerCommand.self, UserCommand.self,
-            TariffCommand.self, AutomationCommand.self, StorageCommand.self,
+            TariffCommand.self, AutomationCommand.self, AlertCommand.self, StorageCommand.self,
         ]
     )
 }

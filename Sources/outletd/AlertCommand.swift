@@ -1,0 +1,160 @@
+import Alerts
+import ArgumentParser
+import Foundation
+import Postgres
+import Storage
+
+/// `outletd alert …`: alerts for operators (docs/ALERTS.md). `set` puts a rule on any outlet (its owner's, told on
+/// the owner's channels; `--operator`: the operator's), `list` shows rules and open incidents, `history` what the
+/// incidents did, `ack` acknowledges one. Bad values are refused with the reason and change nothing.
+struct AlertCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "alert",
+        abstract: "Alert rules, incidents and their history.",
+        subcommands: [Set.self, List.self, History.self, Ack.self, Remove.self])
+
+    static var operatorName: String { "operator:\(ProcessInfo.processInfo.environment["USER"] ?? "cli")" }
+
+    struct Set: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Set the rule of a kind on an outlet (or on all of --owner's outlets); prints its id.")
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "offline, on-too-long, standby, budget or command-failed.") var kind: String
+        @Argument(help: "The outlet's code (none: all of --owner's outlets).") var code: String?
+        @Option(help: "The owner whose outlets a rule without a code covers.") var owner: String?
+        @Flag(name: .customLong("operator"), help: "The operator's rule, told on the operator's channels.")
+        var operatorRule = false
+        @Option(help: "offline: seconds without a reading (default: max(3 × usual interval, 60)).") var after: Int?
+        @Option(name: .customLong("for"), help: "on-too-long: seconds on before the alert opens.") var forSeconds: Int?
+        @Option(help: "on-too-long: above this many watts counts as on; standby: the limit.") var watts: Double?
+        @Option(help: "budget: the projected month cost's limit (decimal text).") var amount: String?
+        @Option(help: "Seconds the condition must stay clear before the incident resolves.") var resolveAfter: Int?
+
+        func run() throws {
+            guard let kind = AlertKind(rawValue: kind) else {
+                throw ValidationError(
+                    "kind: expected one of \(AlertKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            if let watts, !watts.isFinite { throw ValidationError("--watts: expected a number of watts") }
+            let rule: AlertRule
+            do {
+                rule = try AlertRule.validated(
+                    kind: kind,
+                    parameters: AlertParameters(
+                        afterSeconds: after, forSeconds: forSeconds, watts: watts, amount: amount,
+                        resolveAfterSeconds: resolveAfter),
+                    wholeFleet: code == nil)
+            } catch { throw ValidationError(error.description) }
+            let (code, owner, operatorRule) = (code, owner, operatorRule)
+            let result = try options.withDatabase { connection -> Result<AlertRuleRecord, AlertStoreRefusal> in
+                let store = AlertSQLStore(connection: connection)
+                var scope = AlertScope.operatorWide
+                if let owner {
+                    guard let id = try store.ownerID(name: owner) else { throw ValidationError("no owner \(owner)") }
+                    scope = .owner(id)
+                } else if code == nil {
+                    throw ValidationError("name an outlet, or --owner for all of an owner's outlets")
+                }
+                return try store.setRule(
+                    scope, code: code, rule: rule, createdBy: AlertCommand.operatorName, operatorRule: operatorRule,
+                    maxRules: 10_000)
+            }
+            switch result {
+            case .success(let record):
+                print("alert rule \(record.id): \(record.kind.rawValue) on \(record.outlet ?? "all outlets")")
+            case .failure(let refusal): throw ValidationError(refusal.description)
+            }
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Alert rules and open incidents.")
+        @OptionGroup var options: GlobalOptions
+
+        func run() throws {
+            let (rules, incidents) = try options.withDatabase { connection in
+                let store = AlertSQLStore(connection: connection)
+                return (try store.rules(.operatorWide), try store.incidents(.operatorWide, openOnly: true))
+            }
+            print(
+                TextTable.render(
+                    header: ["RULE", "KIND", "OUTLET", "OWNER", "PARAMETERS", "BY"],
+                    rows: rules.map { rule in
+                        let p = rule.parameters
+                        let parameters = [
+                            p.afterSeconds.map { "after \($0) s" }, p.forSeconds.map { "for \($0) s" },
+                            p.watts.map { "\($0) W" }, p.amount.map { "amount \($0)" },
+                            p.resolveAfterSeconds.map { "resolve after \($0) s" },
+                        ].compactMap { $0 }.joined(separator: ", ")
+                        return [
+                            String(rule.id), rule.kind.rawValue, rule.outlet ?? "all", rule.owner ?? "operator",
+                            parameters, rule.createdBy,
+                        ]
+                    }))
+            print(
+                TextTable.render(
+                    header: ["INCIDENT", "KIND", "OUTLET", "OPENED", "OBSERVED", "ACKNOWLEDGED"],
+                    rows: incidents.map {
+                        [
+                            String($0.id), $0.kind.rawValue, $0.outlet ?? "all", Format.timestamp($0.openedAt),
+                            $0.observed ?? "-", $0.acknowledgedAt.map(Format.timestamp) ?? "-",
+                        ]
+                    }))
+            print("\(rules.count) rule\(rules.count == 1 ? "" : "s"), \(incidents.count) open")
+        }
+    }
+
+    struct History: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "What incidents did (alert_history), newest first: opened, resolved, acknowledged, delivered.")
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "One incident's id.") var incident: Int64?
+        @Option(help: "At most this many lines.") var limit = 100
+
+        func run() throws {
+            let (incident, limit) = (incident, limit)
+            let lines = try options.withDatabase {
+                try AlertSQLStore(connection: $0).history(.operatorWide, incidentID: incident, limit: limit)
+            }
+            print(
+                TextTable.render(
+                    header: ["AT", "EVENT", "INCIDENT", "KIND", "OUTLET", "OWNER", "CHANNEL", "DETAIL"],
+                    rows: lines.map {
+                        [
+                            Format.timestamp($0.at), $0.event, String($0.incidentID), $0.kind.rawValue,
+                            $0.outlet ?? "-", $0.owner ?? "operator", $0.channel ?? "-", $0.detail ?? "",
+                        ]
+                    }))
+        }
+    }
+
+    struct Ack: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Acknowledge an incident.")
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "The incident's id.") var incident: Int64
+
+        func run() throws {
+            let incident = incident
+            guard
+                try options.withDatabase({
+                    try AlertSQLStore(connection: $0).acknowledge(
+                        .operatorWide, id: incident, by: AlertCommand.operatorName)
+                })
+            else { throw ValidationError("no incident \(incident)") }
+            print("incident \(incident) acknowledged")
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a rule; its open incidents resolve.")
+        @OptionGroup var options: GlobalOptions
+        @Argument(help: "The rule's id.") var rule: Int64
+
+        func run() throws {
+            let rule = rule
+            guard try options.withDatabase({ try AlertSQLStore(connection: $0).removeRule(.operatorWide, id: rule) })
+            else { throw ValidationError("no rule \(rule)") }
+            print("alert rule \(rule) removed")
+        }
+    }
+}
