@@ -22,16 +22,9 @@ struct HTTPDelivery {
         timeout: Duration
     ) async throws(DeliveryError) -> Answer {
         let endpoint = try await EndpointGuard.resolve(url: url, allowPrivate: allowPrivate)
-        var configuration = HTTPClient.Configuration(
-            redirectConfiguration: .disallow,
-            timeout: .init(connect: .init(timeout), read: .init(timeout), write: .init(timeout)))
-        configuration.decompression = .disabled
-        configuration.proxy = nil
-        // Pinned to the address just checked; with private addresses allowed, the resolver's own choice stands.
-        if !allowPrivate, IPAddress(endpoint.host) == nil {
-            configuration.dnsOverride = [endpoint.host: endpoint.pinned.description]
-        }
-        let client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
+        let client = HTTPClient(
+            eventLoopGroup: eventLoopGroup,
+            configuration: configuration(for: endpoint, allowPrivate: allowPrivate, timeout: timeout))
         let result: Result<Answer, DeliveryError>
         do {
             var request = HTTPClientRequest(url: endpoint.url.absoluteString)
@@ -50,6 +43,23 @@ struct HTTPDelivery {
         }
         try? await client.shutdown()
         return try result.get()
+    }
+
+    /// The client of one request: no redirect, no proxy, no decompression, `timeout` for connecting, writing and
+    /// reading; the host's name pinned to the address just checked (with private addresses allowed, the resolver's own
+    /// choice stands, and an address written in the URL needs no pinning).
+    static func configuration(for endpoint: ResolvedEndpoint, allowPrivate: Bool, timeout: Duration)
+        -> HTTPClient.Configuration
+    {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .init(timeout), read: .init(timeout), write: .init(timeout)))
+        configuration.decompression = .disabled
+        configuration.proxy = nil
+        if !allowPrivate, IPAddress(endpoint.host) == nil {
+            configuration.dnsOverride = [endpoint.host: endpoint.pinned.description]
+        }
+        return configuration
     }
 
     /// An error's text without the URL (which may carry a token of its own).

@@ -148,6 +148,7 @@ struct Mailbox {
             let escaped = name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
             return "\"\(escaped)\" <\(address)>"
         }
-        return MailMessage.encodedHeaderText(name) + " <\(address)>"
+        // The address on a folded line of its own keeps the last encoded word's line within 78 characters.
+        return MailMessage.encodedHeaderText(name) + "\r\n <\(address)>"
     }
 }

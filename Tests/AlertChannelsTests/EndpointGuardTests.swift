@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import AlertChannels
@@ -59,6 +60,20 @@ import Testing
             guard case .permanent = error as? DeliveryError else { return false }
             return true
         }
+    }
+
+    /// A request goes to the address that was checked, not to what the name resolves to a moment later (DNS
+    /// rebinding): its client's resolver is overridden for that one name.
+    @Test func requestsArePinnedToTheAddressChecked() throws {
+        let url = try #require(URL(string: "https://hooks.example.com/x"))
+        let endpoint = ResolvedEndpoint(
+            url: url, scheme: "https", host: "hooks.example.com", port: 443,
+            addresses: [try #require(IPAddress("93.184.216.14")), try #require(IPAddress("2606:2800:21f::1"))],
+            pinned: try #require(IPAddress("93.184.216.14")))
+        let pinned = HTTPDelivery.configuration(for: endpoint, allowPrivate: false, timeout: .seconds(3))
+        #expect(pinned.dnsOverride == ["hooks.example.com": "93.184.216.14"])
+        #expect(pinned.timeout.connect == .seconds(3))
+        #expect(HTTPDelivery.configuration(for: endpoint, allowPrivate: true, timeout: .seconds(3)).dnsOverride == [:])
     }
 
     @Test func aNameThatDoesNotResolveIsRetryable() async throws {

@@ -33,7 +33,8 @@ import Testing
         func settings(password: String = "s3cret", trust: Bool = true) -> SMTPSettings {
             SMTPSettings(
                 host: "localhost", port: receiver.port, starttls: true, username: "outletd", password: password,
-                from: "Alertas outletd <alertas@outletd.example>", heloName: "outletd.test", timeout: .seconds(20),
+                from: "Alertas do outletd — Casa <alertas@outletd.example>", heloName: "outletd.test",
+                timeout: .seconds(20),
                 trustRootsFile: trust ? certificate : nil)
         }
 
@@ -72,7 +73,7 @@ import Testing
         let headers = Dictionary(
             ((message["headers"] as? [[String]]) ?? []).map { ($0[0].lowercased(), $0[1]) }, uniquingKeysWith: { $1 })
         #expect(headers["subject"] == Self.notice().subject)
-        #expect(headers["from"] == "Alertas outletd <alertas@outletd.example>")
+        #expect(headers["from"] == "Alertas do outletd — Casa <alertas@outletd.example>")
         #expect(headers["to"] == "dono@example.com")
         #expect(headers["message-id"] == "<alert-17-opened-mail-5@outletd.example>")
         #expect(headers["date"] == "Thu, 03 Dec 2026 12:13:20 +0000")
