@@ -91,15 +91,24 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
-        // Everything outletd says in SQL: schema, registry, batches, rollups, queries, commands.
+        // The write path's SQL: a batch in one transaction (samples, totals, rollups, rejections, pending codes,
+        // spool checkpoint), the rollups' settings, rebuild and retention. sql/write/ is embedded at build time.
+        .target(
+            name: "WritePath",
+            dependencies: [
+                "Config", "MessageSpool", "Postgres", "Runtime", "Telemetry",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            plugins: [.plugin(name: "EmbedSQLPlugin")]),
+        // The rest of what outletd says in SQL: schema, registry, queries, commands, owners, tariffs, automations.
         .target(
             name: "Storage",
             dependencies: [
-                "Alerts", "Automations", "Config", "MessageSpool", "Observability", "Postgres", "Protocols", "Runtime",
-                "Telemetry", .product(name: "Logging", package: "swift-log"),
+                "Alerts", "Automations", "Config", "Observability", "Postgres", "Protocols", "Runtime", "Telemetry",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
-            // sql/ is embedded at build time (Plugins/EmbedSQLPlugin): nothing generated is committed.
+            // sql/'s migrations are embedded at build time (Plugins/EmbedSQLPlugin): nothing generated is committed.
             plugins: [.plugin(name: "EmbedSQLPlugin")]),
         // Settled days of readings rewritten column by column, read back through `samples` (docs/COMPACTION.md).
         .target(
@@ -122,7 +131,7 @@ let package = Package(
             name: "Ingest",
             dependencies: [
                 "Config", "MessageSpool", "Observability", "Postgres", "Protocols", "Routing", "Runtime", "Storage",
-                "Telemetry", .product(name: "Logging", package: "swift-log"),
+                "Telemetry", "WritePath", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
         // Switching outlets: requests, state reports, the command lifecycle.
@@ -130,7 +139,7 @@ let package = Package(
             name: "Commands",
             dependencies: [
                 "Config", "MQTT", "Observability", "Postgres", "Protocols", "Routing", "Runtime", "Storage",
-                "Telemetry", .product(name: "Logging", package: "swift-log"),
+                "Telemetry", "WritePath", .product(name: "Logging", package: "swift-log"),
             ]),
         // Outlets that act on their own: the rules, every decision of a round and the runner, the SQL behind a
         // protocol that Storage implements (schedules, timers, power rules, group limits).
@@ -162,11 +171,11 @@ let package = Package(
             dependencies: [
                 "AlertChannels", "Alerts", "Automations", "Commands", "Compaction", "Config", "Ingest", "MessageSpool",
                 "MQTT", "Observability", "OwnerApp", "Postgres", "Routing", "Runtime", "Storage", "Telemetry",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "WritePath", .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
-        // The build tool that embeds sql/ into Storage, and its plugin.
+        // The build tool that embeds sql/ into Storage (migrations) and WritePath (sql/write/), and its plugin.
         .executableTarget(name: "EmbedSQL"),
         .plugin(name: "EmbedSQLPlugin", capability: .buildTool(), dependencies: ["EmbedSQL"]),
         // The build tool that embeds the owner's page (Sources/OwnerApp/Web) into OwnerApp, and its plugin.
@@ -176,7 +185,7 @@ let package = Package(
             name: "outletd",
             dependencies: [
                 "Alerts", "Automations", "CMalloc", "Commands", "Compaction", "Config", "Daemon", "Observability",
-                "MQTT", "OwnerApp", "Postgres", "Protocols", "Runtime", "Storage", "Telemetry",
+                "MQTT", "OwnerApp", "Postgres", "Protocols", "Runtime", "Storage", "Telemetry", "WritePath",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -191,7 +200,7 @@ let package = Package(
         // Figures for docs/ROLLUPS.md; not a test.
         .executableTarget(
             name: "outletd-bench",
-            dependencies: ["Config", "Postgres", "Storage", "Telemetry"],
+            dependencies: ["Config", "Postgres", "Storage", "Telemetry", "WritePath"],
             path: "Benchmarks/RollupBenchmark"
         ),
         // The broker's delivery ceiling: outletd's MQTT layer, storage cut off (Benchmarks/throughput.sh, B).
@@ -222,7 +231,7 @@ let package = Package(
             dependencies: [
                 "Alerts", "Automations", "Commands", "Compaction", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT",
                 "Observability", "OwnerApp", "Postgres", "Protocols", "Routing", "Runtime", "Storage", "Telemetry",
-                "TestSupport", .product(name: "Hummingbird", package: "hummingbird"),
+                "TestSupport", "WritePath", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
             ]),
     ],

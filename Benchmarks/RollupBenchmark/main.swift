@@ -3,6 +3,7 @@ import Foundation
 import Postgres
 import Storage
 import Telemetry
+import WritePath
 
 // outletd-bench: the figures of docs/ROLLUPS.md ("Benchmark"). Not a test.
 //

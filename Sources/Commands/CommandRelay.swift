@@ -10,6 +10,7 @@ import Runtime
 import Storage
 import Synchronization
 import Telemetry
+import WritePath
 
 /// The command relay: turns set requests, state and availability reports and database changes into command
 /// transitions, publishes commands to outlets and every transition on `set/result`.
@@ -244,7 +245,7 @@ public struct CommandRelay: DatabaseJob {
                 let rejection = RejectedReading(
                     receivedAt: message.receivedAt, topic: message.topic, deviceCode: match.deviceCode,
                     reason: reason, detail: detail, index: nil)
-                try store.recordRejections(
+                try RejectionStore(connection: store.connection).record(
                     [rejection], excerpts: [Batch.excerpt(message.payload, maxBytes: settings.payloadExcerptBytes)],
                     keepMessages: settings.keepRejectedMessages)
                 relay.metrics.commandMessageRejected(reason)

@@ -16,6 +16,7 @@ import Runtime
 import ServiceLifecycle
 import Storage
 import Telemetry
+import WritePath
 
 /// The daemon: MQTT intake → durable spool → batch writer → PostgreSQL, plus the registry listener.
 ///

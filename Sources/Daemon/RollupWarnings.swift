@@ -2,7 +2,7 @@ import Config
 import Foundation
 import Logging
 import Postgres
-import Storage
+import WritePath
 
 /// The rollups at start: records whether they are maintained and with which settings, and warns when the rollups
 /// stored so far need `outletd rollup rebuild` (they are not maintained from now on, they miss samples stored

@@ -1,8 +1,9 @@
 import Foundation
 
-// The build tool behind Plugins/EmbedSQLPlugin: `EmbedSQL SQL_FOLDER OUTPUT_FOLDER` writes
-// EmbeddedMigrations.swift (every sql/NNNN_name.sql, in version order) and EmbeddedWriteSQL.swift (every
-// sql/write/NAME.sql as `WriteSQL.name` in lowerCamelCase, and `WriteSQL.all` by file name).
+// The build tool behind Plugins/EmbedSQLPlugin: `EmbedSQL migrations SQL_FOLDER OUTPUT_FOLDER` writes
+// EmbeddedMigrations.swift (every sql/NNNN_name.sql, in version order, for Storage); `EmbedSQL write SQL_FOLDER
+// OUTPUT_FOLDER` writes EmbeddedWriteSQL.swift (every sql/write/NAME.sql as `WriteSQL.name` in lowerCamelCase, and
+// `WriteSQL.all` by file name, for WritePath).
 
 /// `text` as a Swift string literal: every character that needs it escaped, so no SQL can end the literal.
 func literal(_ text: String) -> String {
@@ -36,12 +37,13 @@ func write(_ text: String, to path: String) throws {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 3 else {
-    FileHandle.standardError.write(Data("usage: EmbedSQL SQL_FOLDER OUTPUT_FOLDER\n".utf8))
+guard arguments.count == 4, ["migrations", "write"].contains(arguments[1]) else {
+    FileHandle.standardError.write(Data("usage: EmbedSQL migrations|write SQL_FOLDER OUTPUT_FOLDER\n".utf8))
     exit(2)
 }
-let (folder, output) = (arguments[1], arguments[2])
-do {
+let (kind, folder, output) = (arguments[1], arguments[2], arguments[3])
+
+func embedMigrations() throws {
     var migrations = "// Generated at build time from sql/*.sql by Plugins/EmbedSQLPlugin. Edit sql/.\n\n"
     migrations +=
         "extension Migration {\n    /// Every migration in sql/, in version order.\n    static let embedded: [Migration] = [\n"
@@ -57,7 +59,9 @@ do {
     }
     migrations += "    ]\n}\n"
     try write(migrations, to: "\(output)/EmbeddedMigrations.swift")
+}
 
+func embedWriteSQL() throws {
     var statements = "// Generated at build time from sql/write/*.sql by Plugins/EmbedSQLPlugin. Edit sql/write/.\n\n"
     statements += "/// The write path's SQL, one statement (or, for `session`, one script) per file of sql/write/.\n"
     statements += "enum WriteSQL {\n"
@@ -74,6 +78,10 @@ do {
     for entry in names { statements += "        \(literal(entry.file)): \(entry.name),\n" }
     statements += "    ]\n}\n"
     try write(statements, to: "\(output)/EmbeddedWriteSQL.swift")
+}
+
+do {
+    if kind == "migrations" { try embedMigrations() } else { try embedWriteSQL() }
 } catch {
     FileHandle.standardError.write(Data("EmbedSQL: \(error.localizedDescription)\n".utf8))
     exit(1)

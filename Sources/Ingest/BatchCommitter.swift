@@ -6,6 +6,7 @@ import Postgres
 import Runtime
 import Storage
 import Synchronization
+import WritePath
 
 /// The writer's database side, on a thread of its own: it owns the writer's connection and writes the
 /// batches ``BatchWriter``'s loop hands it, one at a time and in the spool's order, each in one transaction

@@ -10,6 +10,7 @@ import Runtime
 import ServiceLifecycle
 import Storage
 import Telemetry
+import WritePath
 
 /// The writer thread: reads records from the ``Spool``, classifies them, and writes them in
 /// batches (when ``FlushPolicy`` says: at `batchMaxRows` rows, or after `batchMaxDelay`, longer for a

@@ -1,7 +1,7 @@
 import Foundation
 import Protocols
-import Storage
 import Telemetry
+import WritePath
 
 extension ForeignReadings {
     /// An ESPHome sensor value `<prefix>/sensor/<object id>/state`: checked at once, then paired into its outlet's

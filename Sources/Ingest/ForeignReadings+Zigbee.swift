@@ -2,6 +2,7 @@ import Foundation
 import Protocols
 import Storage
 import Telemetry
+import WritePath
 
 extension ForeignReadings {
     /// A rejection of `message` for outlet `code`, added to `result`.

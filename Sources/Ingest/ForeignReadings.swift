@@ -4,6 +4,7 @@ import Routing
 import Storage
 import Synchronization
 import Telemetry
+import WritePath
 
 /// Turns Tasmota, Shelly, Zigbee2MQTT and ESPHome reading messages into samples, on the writer thread.
 ///

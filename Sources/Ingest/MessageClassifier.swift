@@ -3,6 +3,7 @@ import Protocols
 import Routing
 import Storage
 import Telemetry
+import WritePath
 
 /// Turns a raw message into samples and rejections: topic → device code → registry → decoder.
 /// Pure apart from the registry lookup it is given, so it is tested with tables.

@@ -1,6 +1,6 @@
 import MessageSpool
 import Observability
-import Storage
+import WritePath
 
 /// `database.durability: replicated`, on the committer's thread: the batches committed on the primary and not yet
 /// known to be on a standby, and when the spool may let them go.

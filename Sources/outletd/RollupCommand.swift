@@ -4,8 +4,8 @@ import Daemon
 import Foundation
 import Observability
 import Runtime
-import Storage
 import Telemetry
+import WritePath
 
 /// `outletd rollup rebuild [--device CODE] --since TIME`: recomputes the rollups from the raw
 /// samples, with the same SQL the write path uses, one transaction per outlet and day.

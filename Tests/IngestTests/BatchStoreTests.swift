@@ -13,6 +13,7 @@ import Testing
 @testable import Routing
 @testable import Runtime
 @testable import Storage
+@testable import WritePath
 
 /// The write path's SQL against a real PostgreSQL.
 @Suite struct BatchStoreTests {

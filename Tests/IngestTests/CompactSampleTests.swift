@@ -6,6 +6,7 @@ import Testing
 
 @testable import Config
 @testable import Storage
+@testable import WritePath
 
 /// `samples_stored` keeps a reading in compact columns (migration 24); the view `samples` must read back exactly
 /// what was written: every time, every double bit for bit, whichever way the row was stored.

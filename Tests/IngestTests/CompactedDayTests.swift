@@ -8,6 +8,7 @@ import Testing
 @testable import Compaction
 @testable import Config
 @testable import Storage
+@testable import WritePath
 
 /// Compaction of settled days (migration 26, Sources/Compaction): a day written by the real writer reads the same
 /// through `samples` in both forms, bit for bit, and so do the totals' and rollups' recomputations; late readings

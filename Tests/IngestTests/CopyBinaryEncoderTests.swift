@@ -12,6 +12,7 @@ import Testing
 @testable import Routing
 @testable import Runtime
 @testable import Storage
+@testable import WritePath
 
 @Suite struct CopyBinaryEncoderTests {
     @Test func writesPostgreSQLsBinaryCopyLayout() {

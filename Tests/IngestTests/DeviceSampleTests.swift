@@ -3,6 +3,7 @@ import Testing
 
 @testable import Storage
 @testable import Telemetry
+@testable import WritePath
 
 /// A batch keeps its samples packed (`DeviceSample`): what goes in comes out, optionals absent or present.
 @Suite struct DeviceSampleTests {

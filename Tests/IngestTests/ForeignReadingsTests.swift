@@ -12,6 +12,7 @@ import Testing
 @testable import Routing
 @testable import Runtime
 @testable import Storage
+@testable import WritePath
 
 /// Routing and classification of Tasmota and Shelly messages, without broker or database.
 @Suite struct ForeignReadingsTests {

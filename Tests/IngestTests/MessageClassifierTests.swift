@@ -11,6 +11,7 @@ import Testing
 @testable import Routing
 @testable import Runtime
 @testable import Storage
+@testable import WritePath
 
 @Suite struct MessageClassifierTests {
     static let registry: [String: RegisteredDevice] = [

@@ -10,6 +10,7 @@ import Storage
 import Telemetry
 import TestSupport
 import Testing
+import WritePath
 import Yams
 
 /// The owners' app against a real PostgreSQL, over real HTTP on loopback: sessions, the rate limit, claims, and

@@ -11,6 +11,7 @@ import Testing
 @testable import Routing
 @testable import Runtime
 @testable import Storage
+@testable import WritePath
 
 /// The writer's share of the rollup computation: pure, no database.
 @Suite struct RollupDeltasTests {

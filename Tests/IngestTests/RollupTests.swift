@@ -13,6 +13,7 @@ import Testing
 @testable import Routing
 @testable import Runtime
 @testable import Storage
+@testable import WritePath
 
 /// The power rollups against a real PostgreSQL, fed through the real write path (`BatchStore`).
 @Suite struct RollupTests {

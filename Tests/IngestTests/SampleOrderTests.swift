@@ -3,6 +3,7 @@ import Telemetry
 import Testing
 
 @testable import Storage
+@testable import WritePath
 
 /// The order a batch's samples are stored in, and the running totals the writer computes from it: pure, no
 /// database (`RollupTests` checks the totals against the stored samples).

@@ -14,6 +14,7 @@ import Testing
 @testable import Routing
 @testable import Runtime
 @testable import Storage
+@testable import WritePath
 
 /// Several instances against one broker and one database (docs/SCALING.md): shared subscriptions,
 /// one spool per instance, rollups exact when one outlet's readings are split between writers, and three

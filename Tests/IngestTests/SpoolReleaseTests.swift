@@ -8,6 +8,7 @@ import Testing
 @testable import Observability
 @testable import Runtime
 @testable import Storage
+@testable import WritePath
 
 /// `database.durability: replicated` in the spool: committed records stay until released, the bound counts them,
 /// and the cursor moves back to what a new primary lacks. Real files in a temporary directory.

@@ -5,6 +5,7 @@ import Storage
 import Telemetry
 import TestSupport
 import Testing
+import WritePath
 
 /// Cost priced from the minute rollups (migration 21), against figures computed by hand: a November in Fortaleza
 /// on the tarifa branca (three bands, holidays, the bandeira adder, a late reading, a new version mid-month) and a

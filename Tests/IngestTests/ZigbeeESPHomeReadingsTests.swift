@@ -8,6 +8,7 @@ import Testing
 @testable import Ingest
 @testable import Routing
 @testable import Storage
+@testable import WritePath
 
 /// Routing and classification of Zigbee2MQTT and ESPHome messages, without broker or database.
 @Suite struct ZigbeeESPHomeReadingsTests {

@@ -179,6 +179,12 @@ public struct RollupStore {
         public var until: Date
     }
 
+    /// A rebuild asked for an outlet that is not registered.
+    struct UnknownDevice: Error, Sendable, Equatable, CustomStringConvertible {
+        var code: String
+        var description: String { "no device \(code) is registered" }
+    }
+
     /// Where a rebuild from `since` works, per outlet (one outlet when `code` is given). Raw
     /// samples older than the oldest partition are gone, so their minutes are left as they are.
     public func rebuildTargets(since: Date, code: String?) throws -> [RebuildTarget] {
@@ -195,7 +201,7 @@ public struct RollupStore {
             WHERE $2::text IS NULL OR d.code = $2
             ORDER BY d.code
             """, [since, code])
-        if let code, result.rowCount == 0 { throw DeviceStoreError(message: "no device \(code) is registered") }
+        if let code, result.rowCount == 0 { throw UnknownDevice(code: code) }
         return try (0..<result.rowCount).compactMap { row in
             guard let id = try result.int64(row: row, column: 0), let from = try result.date(row: row, column: 2) else {
                 return nil
