@@ -226,6 +226,12 @@ let package = Package(
             ]),
         .testTarget(name: "MQTTTests", dependencies: ["CSocketBuffers", "MQTT", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
+        .testTarget(name: "ConfigTests", dependencies: ["Config", "TestSupport"]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport"]),
+        .testTarget(name: "StorageTests", dependencies: ["Protocols", "Storage", "Telemetry", "TestSupport"]),
+        .testTarget(
+            name: "WritePathTests", dependencies: ["Postgres", "Storage", "Telemetry", "TestSupport", "WritePath"]),
         .testTarget(
             name: "IngestTests",
             dependencies: [

@@ -377,20 +377,6 @@ import Testing
         #expect(try Harness.count(url, "SELECT count(*) FROM power_rollups_minute WHERE energy_wh < 0") == 0)
     }
 
-    /// The counter rule has two homes, `outletd_counter_energy` (SQL) and `RollupDeltas.counterEnergy`
-    /// (the writer's): they give the same energy for every case.
-    @Test func theCounterRuleIsTheSameInSQLAndInTheWriter() throws {
-        let url = try Harness.migratedDatabase()
-        let connection = try PostgresConnection(connectionString: url)
-        defer { connection.close() }
-        for (from, to, energy) in RollupDeltasTests.counterCases {
-            let result = try connection.execute("SELECT outletd_counter_energy($1, $2)", [from, to])
-            let sql = try #require(try result.double(row: 0, column: 0))
-            #expect(abs(sql - energy) < 1e-9, "SQL, \(from) → \(to)")
-            #expect(abs(RollupDeltas.counterEnergy(from: from, to: to) - sql) < 1e-12, "Swift, \(from) → \(to)")
-        }
-    }
-
     /// A counter that goes back by a rounding step adds nothing, whichever way the rollups see the segment:
     /// inside a batch (the writer's deltas), across batches (the merge with the stored tail), and in a
     /// rebuild from the raw samples (`outletd_minute_rollups`).
@@ -697,18 +683,5 @@ import Testing
         #expect(TimeArgument.parse("1970-01-01T00:00:10Z", now: now) == Date(timeIntervalSince1970: 10))
         #expect(TimeArgument.parse("yesterday", now: now) == nil)
         #expect(TimeArgument.parse("-3h", now: now) == nil)
-    }
-}
-
-/// A small, seedable generator, so that a failing property run can be repeated.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

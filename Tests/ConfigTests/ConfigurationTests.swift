@@ -2,15 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@testable import Commands
 @testable import Config
-@testable import Daemon
-@testable import Ingest
-@testable import MessageSpool
-@testable import Observability
-@testable import Routing
-@testable import Runtime
-@testable import Storage
 
 @Suite struct ConfigurationTests {
     let loader = ConfigurationLoader()

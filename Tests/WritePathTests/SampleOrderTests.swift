@@ -2,7 +2,6 @@ import Foundation
 import Telemetry
 import Testing
 
-@testable import Storage
 @testable import WritePath
 
 /// The order a batch's samples are stored in, and the running totals the writer computes from it: pure, no

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 
-@testable import Storage
 @testable import Telemetry
 @testable import WritePath
 

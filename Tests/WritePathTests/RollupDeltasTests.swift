@@ -1,19 +1,13 @@
 import Foundation
+import Postgres
+import Storage
 import Telemetry
+import TestSupport
 import Testing
 
-@testable import Commands
-@testable import Config
-@testable import Daemon
-@testable import Ingest
-@testable import MessageSpool
-@testable import Observability
-@testable import Routing
-@testable import Runtime
-@testable import Storage
 @testable import WritePath
 
-/// The writer's share of the rollup computation: pure, no database.
+/// The writer's share of the rollup computation: pure, no database (but for the SQL's counter rule held to it).
 @Suite struct RollupDeltasTests {
     static let base = Date(timeIntervalSince1970: 1_780_000_020)  // 2026-05-28T20:27:00Z, a minute start
 
@@ -107,6 +101,20 @@ import Testing
     @Test(arguments: counterCases)
     func counterEnergyTellsJitterFromAReset(from: Double, to: Double, energy: Double) {
         #expect(abs(RollupDeltas.counterEnergy(from: from, to: to) - energy) < 1e-9)
+    }
+
+    /// The counter rule has two homes, `outletd_counter_energy` (SQL) and `RollupDeltas.counterEnergy`
+    /// (the writer's): they give the same energy for every case.
+    @Test func theCounterRuleIsTheSameInSQLAndInTheWriter() throws {
+        let connection = try PostgresConnection(connectionString: try TestStack.shared().createDatabase())
+        defer { connection.close() }
+        try Migrator().migrate(connection)
+        for (from, to, energy) in Self.counterCases {
+            let result = try connection.execute("SELECT outletd_counter_energy($1, $2)", [from, to])
+            let sql = try #require(try result.double(row: 0, column: 0))
+            #expect(abs(sql - energy) < 1e-9, "SQL, \(from) → \(to)")
+            #expect(abs(RollupDeltas.counterEnergy(from: from, to: to) - sql) < 1e-12, "Swift, \(from) → \(to)")
+        }
     }
 
     @Test func equalPeaksKeepTheEarliestAndOutletsStaySeparate() {
