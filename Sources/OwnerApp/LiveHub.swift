@@ -58,6 +58,8 @@ final class LiveHub: Sendable {
         let onEnd: @Sendable () -> Void
         var outlets: [OwnedOutlet]
         var sentAt: Date
+        /// The owner's open alert incidents last sent (`event: alerts`, the page's badge); nil before the first.
+        var openAlerts: Int?
         /// The hub ended it (`event: end`); it still counts until ``LiveHub/close(_:)``.
         var ended = false
     }
@@ -212,13 +214,17 @@ final class LiveHub: Sendable {
     private func push(_ sessions: [Int64], streams: [Int64: [Int]]) async -> Bool {
         let at = Date()
         let read: [Int: [OwnedOutlet]]
+        let alerts: [Int: Int]
         do {
-            read = try await database.run { try $0.liveOutlets(sessions: sessions) }
+            (read, alerts) = try await database.run {
+                (try $0.liveOutlets(sessions: sessions), try $0.liveOpenAlerts(sessions: sessions))
+            }
         } catch {
             logger.warning("live values: the read failed, streams wait for the next interval: \(error)")
             return false
         }
         var sends: [(AsyncStream<ByteBuffer>.Continuation, [OwnedOutlet])] = []
+        var alertSends: [(AsyncStream<ByteBuffer>.Continuation, Int)] = []
         var ended: [Subscriber] = []
         state.withLock { state in
             for (index, session) in sessions.enumerated() {
@@ -227,6 +233,11 @@ final class LiveHub: Sendable {
                     guard let outlets = read[index] else {
                         ended += Self.markEnded(&state, ids: [id])
                         continue
+                    }
+                    if let open = alerts[index], open != subscriber.openAlerts {
+                        subscriber.openAlerts = open
+                        state.subscribers[id] = subscriber
+                        alertSends.append((subscriber.continuation, open))
                     }
                     guard
                         outlets != subscriber.outlets
@@ -241,6 +252,7 @@ final class LiveHub: Sendable {
         }
         let stamp = Stamp(at)
         for (continuation, outlets) in sends { continuation.yield(Self.event(outlets, stamp)) }
+        for (continuation, open) in alertSends { continuation.yield(Self.alertsEvent(open: open)) }
         Self.endStreams(ended, reason: "the session has ended; log in again")
         metrics.liveEvents(sends.count)
         return true
@@ -284,6 +296,12 @@ final class LiveHub: Sendable {
         // JSONOutput escapes control characters in strings, so the data is one line.
         buffer.writeStaticString("]}\n\n")
         return buffer
+    }
+
+    /// `event: alerts`: how many of the owner's alert incidents are open (the page's badge), sent when it changes;
+    /// the page reads the list (`GET /api/v1/alerts`) then.
+    static func alertsEvent(open: Int) -> ByteBuffer {
+        ByteBuffer(string: "event: alerts\ndata: {\"open\":\(open)}\n\n")
     }
 
     /// `event: end`: the stream closes after it, for `reason`.

@@ -87,4 +87,40 @@ import Testing
             #expect(try app.sql("SELECT state FROM alert_incidents") == "resolved")
         }
     }
+
+    /// The page's badge: the live stream sends `event: alerts` with the open count when an incident opens and when
+    /// it resolves, to its owner only.
+    @Test func theLiveStreamCarriesTheOpenCount() async throws {
+        try await OwnerAppTests.withApp(configure: OwnerAppLiveTests.configure) { app in
+            _ = try app.sql(
+                """
+                UPDATE devices SET owner_id = (SELECT id FROM app_users WHERE name = 'ana') WHERE code = 'kit-1'
+                RETURNING 1
+                """)
+            let ana = try await app.login("ana")
+            let bob = try await app.login("bob")
+            let anas = try await LiveStreamClient.open(port: app.port, token: ana)
+            let bobs = try await LiveStreamClient.open(port: app.port, token: bob)
+            defer { anas.close(); bobs.close() }
+            #expect(try await anas.next { $0.name == "alerts" }?.data == #"{"open":0}"#)
+            let rule = try await app.send(
+                "PUT", "/api/v1/alert-rules", token: ana,
+                body: #"{"kind":"offline","outlet":"kit-1","resolve_after_seconds":0}"#)
+            #expect(rule.status == 200)
+            _ = try app.sql("UPDATE devices SET online = false, last_seen_at = now() WHERE code = 'kit-1' RETURNING 1")
+            _ = try AlertStoreTests.round(app.url)
+            #expect(try await anas.next { $0.name == "alerts" }?.data == #"{"open":1}"#)
+            _ = try app.sql("UPDATE devices SET online = true WHERE code = 'kit-1' RETURNING 1")
+            _ = try app.sql(
+                """
+                INSERT INTO device_power_totals (device_id, sample_count, power_sum_watts, peak_power_watts, peak_at,
+                                                 first_measured_at, last_measured_at)
+                SELECT id, 10, 0, 0, now(), now() - interval '1 minute', now() + interval '1 second'
+                FROM devices WHERE code = 'kit-1' RETURNING 1
+                """)
+            _ = try AlertStoreTests.round(app.url)
+            #expect(try await anas.next { $0.name == "alerts" }?.data == #"{"open":0}"#)
+            for event in bobs.received where event.name == "alerts" { #expect(event.data == #"{"open":0}"#) }
+        }
+    }
 }

@@ -102,7 +102,7 @@
     $("logout").hidden = screen === "login";
     state.screen = screen;
     if (screen !== "login") startLive();
-    if (screen === "outlets") loadOutlets();
+    if (screen === "outlets") { loadOutlets(); loadAlerts(); }
     if (screen === "detail") { openAutomations(); loadDetail(); }
     if (screen === "chart") loadChart();
     schedule();
@@ -326,6 +326,8 @@
   }
 
   // include automations.js
+
+  // include alerts.js
 
   // include live.js
 

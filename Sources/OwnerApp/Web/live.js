@@ -54,7 +54,8 @@ function setLive(connected) {
   schedule();
 }
 
-// One event: "outlets" carries the owner's outlets (as GET /api/v1/outlets lists them); "end" comes last.
+// One event: "outlets" carries the owner's outlets (as GET /api/v1/outlets lists them), "alerts" the number of
+// open alert incidents (alerts.js); "end" comes last.
 function liveEvent(block) {
   var name = "message", data = "";
   block.split("\n").forEach(function (line) {
@@ -62,6 +63,11 @@ function liveEvent(block) {
     if (line.indexOf("data: ") === 0) data += line.slice(6);
   });
   if (name === "end") { state.live.delay = 5000; return; }
+  if (name === "alerts") {
+    showAlertCount(JSON.parse(data).open);
+    if (state.screen === "outlets") loadAlerts();
+    return;
+  }
   if (name !== "outlets") return;
   var update = JSON.parse(data);
   state.live.outlets = update.outlets;
