@@ -6,6 +6,7 @@ import Postgres
 import Runtime
 import TestSupport
 import Testing
+import WritePath
 
 @testable import Daemon
 @testable import Storage
@@ -200,6 +201,49 @@ import Testing
         try hours(minimum: 2)
         try Self.round(url)
         #expect(try Self.incidents(url) == "a-1:resolved")
+    }
+
+    @Test func budgetOpensWhenTheProjectedMonthIsOverTheAmountForOneOutletOrAll() throws {
+        let (url, ana, _) = try Self.setUp()
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
+        try DeviceStore(connection: connection).setTimeZone("a-1", "UTC")
+        let deviceID = try #require(try DeviceStore(connection: connection).find("a-1")?.id)
+        try TariffPricingTests.tariff(url, "flat", "currency: EUR\nvalid_from: 2026-01-01\nprice_per_kwh: 1.00\n")
+        _ = try TestStack.run(
+            [try OutletdProcess.executable(), "tariff", "assign", "flat", "--default"],
+            environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
+        // 1 kW for the last half hour of this month: about 0.5 EUR so far, projected to the whole month.
+        let start = max(
+            Date().addingTimeInterval(-1_800),
+            try #require(Calendar(identifier: .gregorian).dateInterval(of: .month, for: Date())?.start))
+        try TariffPricingTests.run(
+            connection, deviceID: deviceID, watts: 1_000, from: start.formatted(.iso8601),
+            to: Date().addingTimeInterval(-10).formatted(.iso8601))
+        let projected = try Double(
+            Harness.scalar(
+                url,
+                """
+                SELECT sum(c.cost) * extract(epoch FROM date_trunc('month', now(), 'UTC') + interval '1 month'
+                                             - date_trunc('month', now(), 'UTC'))
+                       / extract(epoch FROM now() - date_trunc('month', now(), 'UTC'))
+                FROM outletd_outlet_cost('a-1', date_trunc('month', now(), 'UTC'), now()) c
+                """))
+        let total = try #require(projected)
+        #expect(total > 0.01)
+        let over = String(format: "%.2f", total * 0.8)
+        let under = String(format: "%.2f", total * 2 + 1)
+        _ = try Self.set(url, .owner(ana), .budget, "a-1", .init(amount: over))
+        _ = try Self.set(url, .owner(ana), .budget, nil, .init(amount: under))
+        try Self.round(url)
+        #expect(try Self.incidents(url) == "a-1:open")
+        #expect(try Harness.scalar(url, "SELECT currency FROM alert_incidents") == "EUR")
+        // All outlets: over too when its amount is lower; the outlet's resolves when its amount is raised.
+        _ = try Self.set(url, .owner(ana), .budget, nil, .init(amount: over))
+        _ = try Self.set(url, .owner(ana), .budget, "a-1", .init(amount: under))
+        try Self.round(url)
+        #expect(try Self.incidents(url) == "a-1:resolved *:open")
     }
 
     @Test func commandFailedOpensOnAnUnconfirmedSwitchAndResolvesOnAConfirmedOne() throws {
