@@ -154,7 +154,7 @@ let package = Package(
         .target(
             name: "OwnerApp",
             dependencies: [
-                "Alerts", "Automations", "Config", "Postgres", "Runtime", "Storage", "Telemetry",
+                "AlertChannels", "Alerts", "Automations", "Config", "Postgres", "Runtime", "Storage", "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),

@@ -1,3 +1,4 @@
+import AlertChannels
 import Alerts
 import Config
 import Foundation
@@ -140,6 +141,15 @@ extension OwnerAPI {
         let body = try await Self.decodeBody(
             AlertChannelBody.self, request, context: context, expectations: AlertChannelBody.expectations)
         let spec = try body.spec()
+        if spec.kind == .webhook || spec.kind == .webpush {
+            // The private-address rule at once, with its reason (it is applied again at every send: a name may
+            // resolve elsewhere later). A name that does not resolve now is taken and judged when sent.
+            do {
+                try await EndpointGuard.check(url: spec.target, allowPrivate: settings.alerts.webhookAllowPrivate)
+            } catch {
+                if case .permanent(let reason) = error { throw HTTPError(.badRequest, message: "target: \(reason)") }
+            }
+        }
         let maxChannels = settings.alerts.maxChannelsPerOwner
         let result = try await database.run {
             try self.alertStore($0).addChannel(scope, spec, maxChannels: maxChannels)

@@ -47,6 +47,13 @@ import Testing
             guard case .number(let channelID)? = webhook.json?["id"] else { throw HarnessError(webhook.body) }
             let list = try await app.send("GET", "/api/v1/alert-channels", token: ana)
             #expect(list.status == 200 && !list.body.contains(secret) && list.body.contains("example.com/hook"))
+            // No owner makes outletd call loopback or private addresses (alerts.webhook_allow_private: false).
+            for target in ["http://127.0.0.1:9464/metrics", "http://10.1.2.3/", "http://[::1]/", "http://2130706433/"] {
+                let refused = try await app.send(
+                    "POST", "/api/v1/alert-channels", token: ana,
+                    body: #"{"kind":"webhook","target":"\#(target)","secret":"\#(secret)"}"#)
+                #expect(refused.status == 400, "\(target): \(refused.status) \(refused.body)")
+            }
             let bad = try await app.send(
                 "POST", "/api/v1/alert-channels", token: ana, body: #"{"kind":"email","target":"not an address"}"#)
             #expect(bad.status == 400 && bad.body.contains("expected an email address"), "\(bad.body)")
