@@ -212,7 +212,7 @@ let package = Package(
             path: "Benchmarks/ProtocolDecode"),
 
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Postgres", "Storage"], path: "Tests/TestSupport"),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"]),
         .testTarget(name: "AutomationsTests", dependencies: ["Automations", "Telemetry"]),
         .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "Telemetry"]),
@@ -229,9 +229,16 @@ let package = Package(
         .testTarget(name: "ConfigTests", dependencies: ["Config", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport"]),
-        .testTarget(name: "StorageTests", dependencies: ["Protocols", "Storage", "Telemetry", "TestSupport"]),
         .testTarget(
-            name: "WritePathTests", dependencies: ["Postgres", "Storage", "Telemetry", "TestSupport", "WritePath"]),
+            name: "StorageTests",
+            dependencies: [
+                "Config", "Postgres", "Protocols", "Runtime", "Storage", "Telemetry", "TestSupport", "WritePath",
+            ]),
+        .testTarget(
+            name: "WritePathTests",
+            dependencies: [
+                "Config", "MessageSpool", "Postgres", "Runtime", "Storage", "Telemetry", "TestSupport", "WritePath",
+            ]),
         .testTarget(
             name: "IngestTests",
             dependencies: [

@@ -17,18 +17,9 @@ import Testing
 @testable import Runtime
 @testable import Storage
 
-/// Shared set-up of the integration tests: a migrated database of their own, a configuration
-/// pointing at the test stack, an in-process service or an `outletd` process, and a publisher.
-enum Harness {
-    /// A fresh, migrated database; returns its connection string.
-    static func migratedDatabase(on stack: TestStack? = nil) throws -> String {
-        let url = try (stack ?? TestStack.shared()).createDatabase()
-        let connection = try PostgresConnection(connectionString: url)
-        defer { connection.close() }
-        try Migrator().migrate(connection)
-        return url
-    }
-
+/// The integration tests' part of the harness (the rest is TestSupport's): a configuration pointing at the test
+/// stack, an in-process service, its status, and a publisher.
+extension Harness {
     /// A configuration for one test: its own database, topic prefix and instance id.
     static func configuration(databaseURL: String) throws -> OutletdConfiguration {
         var configuration = OutletdConfiguration()
@@ -47,12 +38,6 @@ enum Harness {
         configuration.ingest.batchMaxDelayMilliseconds = 50
         configuration.rejections.logIntervalSeconds = 3_600
         return configuration
-    }
-
-    static func register(_ codes: [String], databaseURL: String) throws {
-        let connection = try PostgresConnection(connectionString: databaseURL)
-        defer { connection.close() }
-        try DeviceStore(connection: connection).addMany(codes: codes)
     }
 
     /// Runs `body` with a running in-process service, then shuts it down gracefully.
@@ -95,19 +80,6 @@ enum Harness {
         try await waitUntil(timeout: timeout, "status \(expected) on \(topic)") { seen.value == expected }
     }
 
-    /// Polls `condition` every 50 ms until it holds; fails the test after `timeout` seconds.
-    static func waitUntil(
-        timeout: Double, _ what: @autoclosure () -> String, _ condition: () throws -> Bool
-    ) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if try condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        if try condition() { return }
-        throw HarnessError("timed out after \(timeout) s waiting for \(what())")
-    }
-
     /// A publisher that counts broker acknowledgements.
     static func publisher(on stack: TestStack? = nil) throws -> MQTTClient {
         var configuration = try MQTTConfiguration(
@@ -120,71 +92,6 @@ enum Harness {
             throw HarnessError("publisher did not connect")
         }
         return client
-    }
-
-    /// A one-value query through psql.
-    static func scalar(_ databaseURL: String, _ sql: String) throws -> String {
-        try TestStack.shared().psql(databaseURL, sql).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    static func count(_ databaseURL: String, _ sql: String) throws -> Int {
-        Int(try scalar(databaseURL, sql)) ?? -1
-    }
-
-    /// Each outlet's running totals are those of its stored samples, whichever way its batches went (straight
-    /// into `samples`, or the careful way after a replayed reading): count, peak, the earliest time of the peak,
-    /// first and last time exactly; the power sum to within 1e-9 of it (the order of the additions may differ).
-    static func expectTotalsAreThoseOfTheSamples(_ url: String, _ comment: Comment? = nil) throws {
-        let mismatches = try Harness.count(
-            url,
-            """
-            SELECT count(*) FROM (SELECT device_id, count(*) AS n, sum(power_watts) AS power_sum, max(power_watts) AS peak,
-                                         (array_agg(measured_at ORDER BY power_watts DESC, measured_at))[1] AS peak_at,
-                                         min(measured_at) AS first_at, max(measured_at) AS last_at
-                                  FROM samples GROUP BY device_id) s
-            FULL JOIN device_power_totals t USING (device_id)
-            WHERE s.n IS DISTINCT FROM t.sample_count OR s.peak IS DISTINCT FROM t.peak_power_watts
-               OR s.peak_at IS DISTINCT FROM t.peak_at OR s.first_at IS DISTINCT FROM t.first_measured_at
-               OR s.last_at IS DISTINCT FROM t.last_measured_at
-               OR NOT coalesce(abs(s.power_sum - t.power_sum_watts) <= 1e-9 * abs(s.power_sum) + 1e-9, false)
-            """)
-        #expect(
-            mismatches == 0,
-            "outlets whose totals are not those of their samples: \(mismatches) \(comment?.rawValue ?? "")")
-    }
-
-    /// How many outlets' running totals (count, power sum, peak) equal their recomputation from `samples`.
-    static func outletsWithTotalsAsRecomputed(_ databaseURL: String) throws -> Int {
-        try count(
-            databaseURL,
-            """
-            SELECT count(*) FROM device_power_totals t
-            JOIN (SELECT device_id, count(*) AS n, sum(power_watts) AS s, max(power_watts) AS p
-                  FROM samples GROUP BY device_id) r USING (device_id)
-            WHERE t.sample_count = r.n AND abs(t.power_sum_watts - r.s) < 1e-6 AND t.peak_power_watts = r.p
-            """)
-    }
-}
-
-struct HarnessError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// A value shared between a callback thread and a test, behind a `Mutex`.
-final class Locked<Value: Sendable>: Sendable {
-    private let box: Mutex<Value>
-
-    init(_ value: Value) { box = Mutex(value) }
-
-    var value: Value {
-        get { box.withLock { $0 } }
-        set { box.withLock { $0 = newValue } }
-    }
-
-    /// Changes the value in place under the lock (a read-modify-write no other thread can interleave).
-    func withValue<Result>(_ body: (inout Value) -> Result) -> Result {
-        box.withLock { body(&$0) }
     }
 }
 

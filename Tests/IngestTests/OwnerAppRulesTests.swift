@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import Observability
+import TestSupport
 import Testing
 
 @testable import OwnerApp

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Telemetry
+import TestSupport
 import Testing
 
 @testable import Ingest

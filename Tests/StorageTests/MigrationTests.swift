@@ -3,13 +3,7 @@ import Postgres
 import TestSupport
 import Testing
 
-@testable import Commands
 @testable import Config
-@testable import Daemon
-@testable import Ingest
-@testable import MessageSpool
-@testable import Observability
-@testable import Routing
 @testable import Runtime
 @testable import Storage
 @testable import WritePath

@@ -4,13 +4,8 @@ import Telemetry
 import TestSupport
 import Testing
 
-@testable import Commands
 @testable import Config
-@testable import Daemon
-@testable import Ingest
 @testable import MessageSpool
-@testable import Observability
-@testable import Routing
 @testable import Runtime
 @testable import Storage
 @testable import WritePath
