@@ -1,0 +1,88 @@
+import Alerts
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+
+@testable import Config
+@testable import Storage
+
+/// Alerts across processes: three outletd instances, one of them killed with SIGKILL again and again while
+/// outlets go offline in waves, open each incident once and queue each delivery once; the operators' CLI.
+@Suite(.serialized) struct AlertInstancesTests {
+    @Test func threeInstancesAndKillDashNineOpenEachIncidentOnce() async throws {
+        let (url, ana, _) = try AlertStoreTests.setUp(outlets: 300)
+        _ = try AlertStoreTests.set(url, .owner(ana), .offline, nil, .init())
+        _ = try AlertStoreTests.withStore(url) { store in
+            try store.addChannel(.owner(ana), .init(kind: .email, target: "ana@example.com"), maxChannels: 10).get()
+        }
+        for index in 1...300 { try AlertStoreTests.readings(url, "a-\(index)", age: 1) }
+        let base = try Harness.configuration(databaseURL: url)
+        func configuration(_ index: Int) -> OutletdConfiguration {
+            var configuration = base
+            configuration.instanceID = "\(base.instanceID)-\(index)"
+            configuration.spool.directory = "\(base.spool.directory)-\(index)"
+            return configuration
+        }
+        let fast = ["OUTLETD_ALERTS_INTERVAL_SECONDS": "1"]
+        var processes = try (0..<3).map { try OutletdProcess.start(configuration($0), extraEnvironment: fast) }
+        defer { processes.forEach { $0.signal(SIGKILL) } }
+        // Waves of ten outlets going silent every 300 ms; instance 0 killed and started again every 1.5 s.
+        var kills = 0
+        for wave in 0..<30 {
+            _ = try Harness.scalar(
+                url,
+                """
+                UPDATE device_power_totals SET last_measured_at = now() - interval '10 minutes'
+                WHERE device_id IN (SELECT id FROM devices WHERE code LIKE 'a-%'
+                                    AND substring(code FROM 3)::int BETWEEN \(wave * 10 + 1) AND \(wave * 10 + 10))
+                RETURNING 1
+                """)
+            try await Task.sleep(for: .milliseconds(300))
+            if wave % 5 == 4 {
+                processes[0].signal(SIGKILL)
+                _ = try await processes[0].waitForExit(timeout: 10)
+                processes[0] = try OutletdProcess.start(configuration(0), extraEnvironment: fast)
+                kills += 1
+            }
+        }
+        try await Harness.waitUntil(timeout: 60, "every offline outlet has its incident") {
+            try Harness.count(url, "SELECT count(*) FROM alert_incidents") >= 300
+        }
+        try await Task.sleep(for: .seconds(3))
+        #expect(kills == 6)
+        #expect(try Harness.count(url, "SELECT count(*) FROM alert_incidents") == 300)
+        #expect(try Harness.count(url, "SELECT count(DISTINCT device_id) FROM alert_incidents") == 300)
+        #expect(try Harness.count(url, "SELECT count(*) FROM alert_events WHERE event = 'opened'") == 300)
+        #expect(try Harness.count(url, "SELECT count(*) FROM alert_deliveries") == 300)
+    }
+
+    @Test func operatorsSetListAcknowledgeAndReadTheHistory() throws {
+        let (url, _, _) = try AlertStoreTests.setUp()
+        let environment = ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""]
+        func outletd(_ arguments: [String]) throws -> String {
+            try TestStack.run([try OutletdProcess.executable(), "alert"] + arguments, environment: environment)
+        }
+        #expect(
+            try outletd(["set", "offline", "a-1", "--after", "60", "--resolve-after", "0"]).contains("offline on a-1"))
+        #expect(try outletd(["set", "budget", "--owner", "ana", "--amount", "150"]).contains("budget on all outlets"))
+        let refused = try CLITests.failure(["alert", "set", "standby", "a-1"], environment)
+        #expect(refused.contains("standby needs watts"), "\(refused)")
+        let notAParameter = try CLITests.failure(["alert", "set", "offline", "a-1", "--watts", "3"], environment)
+        #expect(notAParameter.contains("watts is not a parameter of offline"), "\(notAParameter)")
+        // The outlet's owner owns the rule.
+        #expect(
+            try Harness.scalar(
+                url,
+                "SELECT u.name FROM alert_rules r JOIN app_users u ON u.id = r.app_user_id WHERE r.kind = 'offline'")
+                == "ana")
+        try AlertStoreTests.readings(url, "a-1", age: 500)
+        try AlertStoreTests.round(url)
+        let list = try outletd(["list"])
+        #expect(list.contains("2 rules, 1 open"), "\(list)")
+        let incident = try Harness.scalar(url, "SELECT id FROM alert_incidents")
+        #expect(try outletd(["ack", incident]).contains("acknowledged"))
+        let history = try outletd(["history"])
+        #expect(history.contains("acknowledged") && history.contains("opened") && history.contains("a-1"), "\(history)")
+    }
+}
