@@ -85,4 +85,50 @@ import Testing
         let history = try outletd(["history"])
         #expect(history.contains("acknowledged") && history.contains("opened") && history.contains("a-1"), "\(history)")
     }
+
+    /// Through the daemon's wiring to AlertChannels: an incident reaches the owner's webhook once, in the channel's
+    /// language, signed as Standard Webhooks (verified by the `standardwebhooks` package in scripts/alert-receiver).
+    @Test func anIncidentReachesTheOwnersWebhookSignedAndInTheirLanguage() async throws {
+        try TestStack.run(["\(TestStack.packageRoot)/scripts/alert-venv"])
+        let python = "\(TestStack.packageRoot)/.build/alert-venv/bin/python3"
+        let directory = "\(try TestStack.shared().directory)/\(TestStack.uniqueName("hook-"))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let secret = "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let port = try freePort()
+        let receiver = try BackgroundProcess(
+            [
+                python, "\(TestStack.packageRoot)/scripts/alert-receiver", "webhook", "--port", String(port),
+                "--record", "\(directory)/record.jsonl", "--secret", secret,
+            ], environment: ProcessInfo.processInfo.environment, logPath: "\(directory)/receiver.log")
+        defer { receiver.killAndWait() }
+        try await Harness.waitUntil(timeout: 60, "the receiver listening") { receiver.output.contains("listening") }
+
+        let (url, ana, _) = try AlertStoreTests.setUp()
+        _ = try AlertStoreTests.set(url, .owner(ana), .offline, "a-1", .init())
+        _ = try AlertStoreTests.withStore(url) { store in
+            try store.addChannel(
+                .owner(ana),
+                .init(kind: .webhook, target: "http://127.0.0.1:\(port)/hook", secret: secret, language: .ptBR),
+                maxChannels: 10
+            ).get()
+        }
+        try AlertStoreTests.readings(url, "a-1", age: 600)
+        let daemon = try OutletdProcess.start(
+            try Harness.configuration(databaseURL: url),
+            extraEnvironment: ["OUTLETD_ALERTS_INTERVAL_SECONDS": "1", "OUTLETD_ALERTS_WEBHOOK_ALLOW_PRIVATE": "true"])
+        defer { daemon.signal(SIGKILL) }
+        let record = "\(directory)/record.jsonl"
+        try await Harness.waitUntil(timeout: 30, "the webhook received") {
+            ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").contains("\n")
+        }
+        try await Task.sleep(for: .seconds(2))
+        let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1)
+        let received = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(received["ok"] as? Bool == true, "\(received)")
+        let body = received["body"] as? String ?? ""
+        #expect(body.contains("Alerta: a-1 está offline") && body.contains("alert.opened"), "\(body)")
+        #expect(!body.contains(secret) && !daemon.output.contains(secret))
+        #expect(try Harness.scalar(url, "SELECT status || ' ' || attempts FROM alert_deliveries") == "sent 1")
+    }
 }
