@@ -351,6 +351,41 @@ import WritePath
         }
     }
 
+    @Test func beyondTheOwnersMessagesPerHourDeliveriesAreRecordedAsFailedAndSnoozedIncidentsQueueNone() throws {
+        let (url, ana, _) = try Self.setUp(outlets: 3)
+        _ = try Self.set(url, .owner(ana), .offline, nil, .init(resolveAfterSeconds: 0))
+        _ = try Self.withStore(url) { store in
+            for address in ["a@example.com", "b@example.com"] {
+                _ = try store.addChannel(.owner(ana), .init(kind: .email, target: address), maxChannels: 10).get()
+            }
+        }
+        try Self.readings(url, "a-1", age: 500)
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        let store = AlertSQLStore(connection: connection, maxMessagesPerHour: 3)
+        try Self.runner().round(store, slow: false)
+        // Opened: two deliveries. Resolved: two more, the second beyond the limit of 3.
+        try Self.readings(url, "a-1", age: -1)
+        try Self.runner().round(store, slow: false)
+        #expect(
+            try Harness.scalar(
+                url,
+                "SELECT string_agg(event || ':' || status || ':' || coalesce(last_error, ''), ' ' ORDER BY id) "
+                    + "FROM alert_deliveries")
+                == "opened:pending: opened:pending: resolved:pending: resolved:failed:messages per hour limit")
+        // A snoozed incident queues nothing.
+        try Self.readings(url, "a-2", age: 500)
+        try Self.runner().round(store, slow: false)
+        let incident = try Harness.scalar(url, "SELECT max(id) FROM alert_incidents")
+        #expect(
+            try store.snooze(.owner(ana), id: Int64(incident) ?? 0, until: Date().addingTimeInterval(600), by: "ana"))
+        let before = try Harness.count(url, "SELECT count(*) FROM alert_deliveries")
+        try Self.readings(url, "a-2", age: -1)
+        try Self.runner().round(store, slow: false)
+        #expect(try Harness.count(url, "SELECT count(*) FROM alert_deliveries") == before)
+        #expect(try Harness.scalar(url, "SELECT state FROM alert_incidents WHERE id = \(incident)") == "resolved")
+    }
+
     /// A sender that fails every delivery to one address and takes the others.
     struct PickySender: AlertSender {
         var refused: String
