@@ -344,3 +344,8 @@ Benchmarks/owner-app-load.sh
 # compaction's rate with ingest at 20,000 readings/s beside it; a stack of its own, about 10 minutes.
 echo
 Benchmarks/compaction.sh
+
+# Alerts (docs/ALERTS.md): an evaluation round's wall and PostgreSQL CPU time with 10,000 outlets, 100 of them
+# gone quiet; a stack of its own, about a minute.
+echo
+Benchmarks/alerts.sh

@@ -11,7 +11,7 @@ struct AlertCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alert",
         abstract: "Alert rules, incidents and their history.",
-        subcommands: [Set.self, List.self, History.self, Ack.self, Remove.self])
+        subcommands: [Set.self, List.self, History.self, Ack.self, Remove.self, Evaluate.self])
 
     static var operatorName: String { "operator:\(ProcessInfo.processInfo.environment["USER"] ?? "cli")" }
 
@@ -155,6 +155,51 @@ struct AlertCommand: ParsableCommand {
             guard try options.withDatabase({ try AlertSQLStore(connection: $0).removeRule(.operatorWide, id: rule) })
             else { throw ValidationError("no rule \(rule)") }
             print("alert rule \(rule) removed")
+        }
+    }
+
+    /// What a round costs (Benchmarks/alerts.sh): runs rounds as the runner does and prints, for each, its wall time
+    /// and the PostgreSQL backend's CPU time (its /proc entry; the database on this machine), then what it did.
+    struct Evaluate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run alert rounds now and print what each cost (wall and PostgreSQL CPU time).")
+        @OptionGroup var options: GlobalOptions
+        @Option(help: "How many rounds.") var rounds = 5
+        @Flag(help: "Include the slow kinds (standby, budget).") var slow = false
+
+        func run() throws {
+            let (rounds, slow) = (rounds, slow)
+            try options.withDatabase { connection in
+                let store = AlertSQLStore(connection: connection)
+                let pid = try connection.execute("SELECT pg_backend_pid()")[0, 0] ?? ""
+                let kinds = Swift.Set(AlertKind.allCases.filter { slow || !$0.isSlow })
+                for round in 1...max(1, rounds) {
+                    let cpuBefore = Self.cpuSeconds(pid: pid)
+                    let started = ContinuousClock.now
+                    let summary = try store.evaluateRound(
+                        kinds: kinds, instanceID: AlertCommand.operatorName, decide: AlertRound.decide)
+                    let wall = ContinuousClock.now - started
+                    let cpu = Self.cpuSeconds(pid: pid).flatMap { after in cpuBefore.map { after - $0 } }
+                    let milliseconds =
+                        Double(wall.components.attoseconds) / 1e15 + Double(wall.components.seconds) * 1e3
+                    print(
+                        "round \(round): \(String(format: "%.1f", milliseconds)) ms wall, "
+                            + (cpu.map { String(format: "%.0f ms", $0 * 1e3) } ?? "?") + " PostgreSQL CPU; "
+                            + (summary.map {
+                                "observed \($0.observed), opened \($0.opened), resolved \($0.resolved), queued \($0.queued)"
+                            } ?? "another instance held the round"))
+                }
+            }
+        }
+
+        /// utime + stime of process `pid`, seconds (nil when /proc does not have it: another machine).
+        static func cpuSeconds(pid: String) -> Double? {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = text.lastIndex(of: ")")
+            else { return nil }
+            let fields = text[text.index(after: close)...].split(separator: " ")
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+            return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
         }
     }
 }
