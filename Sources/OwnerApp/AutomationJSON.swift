@@ -233,25 +233,8 @@ extension OwnerAPI {
     static func decodeBody<Body: Decodable>(
         _ type: Body.Type, _ request: Request, context: OwnerRequestContext, expectations: [String: String]
     ) async throws -> Body {
-        guard isJSON(request.headers[.contentType]) else {
-            throw HTTPError(.unsupportedMediaType, message: "body: send it as Content-Type: application/json")
-        }
         var request = request
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.collectBody(upTo: context.maxUploadSize)
-        } catch {
-            throw HTTPError(.contentTooLarge, message: "body: larger than \(context.maxUploadSize) bytes")
-        }
-        let value: JSONValue
-        do {
-            value = try JSONParser.parse(Array(buffer.readableBytesView))
-        } catch {
-            throw HTTPError(.badRequest, message: "body: not JSON (\(error))")
-        }
-        guard case .object(let members) = value else {
-            throw HTTPError(.badRequest, message: "body: expected a JSON object, got \(value.typeName)")
-        }
+        let members = try await jsonObject(collecting: &request, context: context)
         if let (name, _) = members.sorted(by: { $0.key < $1.key }).first(where: {
             if case .number(let number) = $0.value { !number.isFinite } else { false }
         }) {

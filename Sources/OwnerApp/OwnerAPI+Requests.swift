@@ -30,10 +30,17 @@ extension OwnerAPI {
     /// The body as a JSON object: 415 unless `Content-Type` is JSON, 413 when too large, 400 saying what is wrong
     /// with it otherwise.
     static func jsonObject(_ request: Request, context: OwnerRequestContext) async throws -> [String: JSONValue] {
+        var request = request
+        return try await jsonObject(collecting: &request, context: context)
+    }
+
+    /// ``jsonObject(_:context:)``, leaving the collected body in `request` for a decoder to read again.
+    static func jsonObject(
+        collecting request: inout Request, context: OwnerRequestContext
+    ) async throws -> [String: JSONValue] {
         guard isJSON(request.headers[.contentType]) else {
             throw HTTPError(.unsupportedMediaType, message: "body: send it as Content-Type: application/json")
         }
-        var request = request
         let buffer: ByteBuffer
         do {
             buffer = try await request.collectBody(upTo: context.maxUploadSize)
