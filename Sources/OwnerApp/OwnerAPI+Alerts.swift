@@ -161,6 +161,18 @@ extension OwnerAPI {
         }
     }
 
+    /// `GET /api/v1/push/key`: `{"key": "<base64url>"}`, the VAPID public key (RFC 8292) a browser subscribes with
+    /// (the page's `applicationServerKey`); 404 when Web Push is off (no `alerts.vapid_key_file`, or a key that
+    /// cannot be read). The same file the daemon's sender uses, created once by whichever reads it first.
+    @Sendable func pushKey(_ request: Request, context: OwnerRequestContext) async throws -> Response {
+        _ = try Self.alertScope(context)
+        let path = settings.alerts.vapidKeyFile
+        guard !path.isEmpty, let key = try? VAPIDKey.loadOrCreate(path: path) else {
+            throw HTTPError(.notFound, message: "Web Push is not configured")
+        }
+        return try Self.answer(PushKeyAnswer(key: key.publicKeyBase64URL), request, context: context)
+    }
+
     @Sendable func removeAlertChannel(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let (scope, _) = try Self.alertScope(context)
         let id = try Self.alertID(context, "alert channel")
@@ -264,6 +276,10 @@ struct AlertChannelBody: Decodable {
         return AlertChannelSpec(
             kind: kind, target: target, secret: secret, p256dh: p256dh, auth: auth, language: language ?? .en)
     }
+}
+
+struct PushKeyAnswer: Encodable {
+    var key: String
 }
 
 struct AlertListAnswer: Encodable {

@@ -112,6 +112,7 @@ public struct OwnerAPI: Sendable {
         owner.get("alert-channels", use: listAlertChannels)
         owner.post("alert-channels", use: addAlertChannel)
         owner.delete("alert-channels/:id", use: removeAlertChannel)
+        owner.get("push/key", use: pushKey)
     }
 
     // MARK: Outlets

@@ -130,4 +130,34 @@ import Testing
             for event in bobs.received where event.name == "alerts" { #expect(event.data == #"{"open":0}"#) }
         }
     }
+
+    /// The page's `applicationServerKey`: the VAPID key's public half (65 bytes, uncompressed, base64url), the same
+    /// on every request, from the key file it creates (mode 0600) when there is none; 404 when Web Push is off.
+    @Test func thePushKeyIsTheVAPIDPublicKeyOr404WhenWebPushIsOff() async throws {
+        try await OwnerAppTests.withApp { app in
+            let ana = try await app.login("ana")
+            let off = try await app.send("GET", "/api/v1/push/key", token: ana)
+            #expect(off.status == 404 && off.body.contains("Web Push is not configured"), "\(off.body)")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("vapid-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("vapid.pem").path
+        try await OwnerAppTests.withApp(configure: { $0.alerts.vapidKeyFile = file }) { app in
+            #expect(try await app.send("GET", "/api/v1/push/key").status == 401)
+            let ana = try await app.login("ana")
+            let first = try await app.send("GET", "/api/v1/push/key", token: ana)
+            #expect(first.status == 200, "\(first.body)")
+            guard case .string(let key)? = first.json?["key"] else { throw HarnessError("no key: \(first.body)") }
+            // 65 bytes are 87 base64url characters; the first byte, 0x04 (uncompressed), makes the first "B".
+            #expect(key.count == 87 && key.hasPrefix("B"), "\(key)")
+            #expect(key.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+            let bob = try await app.login("bob")
+            let again = try await app.send("GET", "/api/v1/push/key", token: bob)
+            #expect(again.json?["key"] == .string(key))
+            let attributes = try FileManager.default.attributesOfItem(atPath: file)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+            #expect(try String(contentsOfFile: file, encoding: .utf8).contains("PRIVATE KEY"))
+        }
+    }
 }
