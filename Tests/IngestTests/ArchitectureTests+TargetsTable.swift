@@ -39,7 +39,7 @@ extension ArchitectureTests {
             case .array(let targets)? = root["targets"]
         else { throw HarnessError("unexpected dump-package output") }
         var names = Set<String>()
-        for case .object(let target) in targets {
+        for target in try dumpedTargets.get() {
             guard case .string(let name)? = target["name"], case .string(let type)? = target["type"], type != "test"
             else { continue }
             names.insert(name)

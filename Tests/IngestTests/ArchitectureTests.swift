@@ -30,8 +30,8 @@ import Testing
         return picture
     }
 
-    /// Every regular and executable target with its dependencies on other targets of the package.
-    static func packageGraph() throws -> [String: Set<String>] {
+    /// The package's targets as `swift package dump-package` describes them, read once for the suite.
+    static let dumpedTargets: Result<[[String: JSONValue]], any Error> = Result {
         // SwiftPM's build and its lock files (which it keeps in TMPDIR) in one directory, removed after.
         let scratch = NSTemporaryDirectory() + "outletd-dump-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
@@ -44,8 +44,13 @@ import Testing
         guard case .object(let root) = try JSONParser.parse(Array(json.utf8)),
             case .array(let targets)? = root["targets"]
         else { throw HarnessError("unexpected dump-package output") }
+        return targets.compactMap { if case .object(let target) = $0 { target } else { nil } }
+    }
+
+    /// Every regular and executable target with its dependencies on other targets of the package.
+    static func packageGraph() throws -> [String: Set<String>] {
         var graph: [String: Set<String>] = [:]
-        for case .object(let target) in targets {
+        for target in try dumpedTargets.get() {
             guard case .string(let name)? = target["name"], case .string(let type)? = target["type"],
                 type == "regular" || type == "executable", name != "TestSupport",
                 !outsideThePicture.contains(name), case .array(let dependencies)? = target["dependencies"]
