@@ -213,9 +213,9 @@ let package = Package(
 
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", dependencies: ["Postgres", "Storage"], path: "Tests/TestSupport"),
-        .testTarget(name: "TelemetryTests", dependencies: ["Telemetry"]),
+        .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", "TestSupport"]),
         .testTarget(name: "AutomationsTests", dependencies: ["Automations", "Telemetry"]),
-        .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "Telemetry"]),
+        .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "Telemetry", "TestSupport"]),
         .testTarget(name: "AlertsTests", dependencies: ["Alerts"]),
         .testTarget(name: "CompactionTests", dependencies: ["Compaction"]),
         .testTarget(

@@ -1,6 +1,7 @@
 import Foundation
 import Protocols
 import Telemetry
+import TestSupport
 import Testing
 
 @Suite("NativeProtocol.encodeTelemetry")

@@ -1,5 +1,6 @@
 import Protocols
 import Telemetry
+import TestSupport
 import Testing
 
 struct TopicCase: Sendable, CustomTestStringConvertible {

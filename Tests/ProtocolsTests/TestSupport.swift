@@ -11,20 +11,3 @@ func decode(_ payload: String, limits: ValidationLimits = ValidationLimits(), at
 {
     NativeProtocol.decodeTelemetry(Array(payload.utf8), receivedAt: time, limits: limits)
 }
-
-/// A tiny deterministic generator (SplitMix64) so that "random" tests reproduce exactly.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-}

@@ -1,5 +1,6 @@
 import Foundation
 import Telemetry
+import TestSupport
 import Testing
 
 @Suite("RFC3339")
