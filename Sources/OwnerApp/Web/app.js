@@ -1,5 +1,5 @@
 // The page's script: screens, live values (live.js: a stream, else polling), commands, the SVG chart, English and
-// pt-BR. live.js and automations.js are included inside this closure when the page is built
+// pt-BR. live.js, automations.js and alerts.js are included inside this closure when the page is built
 // (Plugins/EmbedWebPlugin), so they share its `$`, `api`, `t`, `language` and `state`.
 "use strict";
 (function () {
@@ -102,8 +102,8 @@
     $("logout").hidden = screen === "login";
     state.screen = screen;
     if (screen !== "login") startLive();
-    if (screen === "outlets") { loadOutlets(); loadAlerts(); }
-    if (screen === "detail") { openAutomations(); loadDetail(); }
+    if (screen === "outlets") { loadOutlets(); openAlerts(); }
+    if (screen === "detail") { openAutomations(); openAlertRules(); loadDetail(); }
     if (screen === "chart") loadChart();
     schedule();
   }
@@ -334,6 +334,7 @@
   function start() {
     translate();
     startAutomations();
+    startAlerts();
     $("login-form").addEventListener("submit", function (event) {
       event.preventDefault();
       $("login-error").textContent = "";
