@@ -92,8 +92,16 @@ import Testing
             for file in [page, script, style] {
                 #expect(!file.body.contains("include "), "an include left in place")
             }
+            // The Web Push worker is a file of its own at the root (so that its scope is the whole page), a script.
+            let worker = try await app.send("GET", "/sw.js")
+            #expect(worker.status == 200 && worker.body.contains(#"addEventListener("push""#))
+            #expect(worker.headers.lowercased().contains("content-type: text/javascript"))
+            #expect(page.body.contains(#"<div id="alert-rules""#) && script.body.contains("pushManager.subscribe"))
             // The pieces are not pages of their own.
-            for piece in ["/live.js", "/automations.js", "/automations.html", "/automations.css"] {
+            for piece in [
+                "/live.js", "/automations.js", "/automations.html", "/automations.css", "/alerts.js", "/alerts.html",
+                "/alert-rules.html",
+            ] {
                 #expect(try await app.send("GET", piece).status == 404, "\(piece)")
             }
         }
