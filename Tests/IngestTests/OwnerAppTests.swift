@@ -648,7 +648,7 @@ import Yams
             }
         }
         let registered = Self.registeredAPIRoutes()
-        #expect(registered.count == 26)
+        #expect(registered.count == 27)
         #expect(
             documented == registered,
             "only documented: \(documented.subtracting(registered)); only served: \(registered.subtracting(documented))"
