@@ -296,6 +296,36 @@ import Yams
             guard case .number(let automationID)? = automation.json?["id"] else {
                 throw HarnessError("no automation id: \(automation.body)")
             }
+            // An alert rule, a channel and an open incident of ana's.
+            let alertRule = try await app.send(
+                "PUT", "/api/v1/alert-rules", token: ana,
+                body: #"{"kind":"offline","outlet":"kit-1","after_seconds":30}"#)
+            guard case .number(let alertRuleID)? = alertRule.json?["id"] else {
+                throw HarnessError("no alert rule id: \(alertRule.body)")
+            }
+            let channel = try await app.send(
+                "POST", "/api/v1/alert-channels", token: ana, body: #"{"kind":"email","target":"ana@example.com"}"#)
+            guard case .number(let channelID)? = channel.json?["id"] else {
+                throw HarnessError("no channel id: \(channel.body)")
+            }
+            _ = try app.sql(
+                """
+                INSERT INTO device_power_totals (device_id, sample_count, power_sum_watts, peak_power_watts, peak_at,
+                                                 first_measured_at, last_measured_at)
+                SELECT id, 10, 0, 0, now(), now() - interval '1 hour', now() - interval '10 minutes'
+                FROM devices WHERE code = 'kit-1' RETURNING 1
+                """)
+            _ = try AlertStoreTests.round(app.url)
+            let incidentID = try app.sql("SELECT id FROM alert_incidents WHERE state = 'open'")
+            #expect(Int(incidentID) != nil, "ana's outlet has no open incident: \(incidentID)")
+            let anaID = try app.sql("SELECT id FROM app_users WHERE name = 'ana'")
+            let alertsBefore = try app.sql(
+                """
+                SELECT (SELECT string_agg(id || state || coalesce(acknowledged_at::text, '-')
+                                          || coalesce(snoozed_until::text, '-'), ',') FROM alert_incidents)
+                       || (SELECT count(*) FROM alert_rules) || (SELECT count(*) FROM alert_channels
+                                                                  WHERE app_user_id = \(anaID))
+                """)
             let before = try app.sql(
                 "SELECT string_agg(code || name || description || coalesce(owner_id::text, '-') || coalesce(desired_state, '-'), ',' ORDER BY code) FROM devices"
             )
@@ -326,6 +356,20 @@ import Yams
                 ),
                 "DELETE /api/v1/automations/{id}": ("/api/v1/automations/\(Int64(automationID))", nil),
                 "GET /api/v1/automations/{id}/history": ("/api/v1/automations/\(Int64(automationID))/history", nil),
+                "GET /api/v1/alerts": ("/api/v1/alerts", nil),
+                "POST /api/v1/alerts/{id}/ack": ("/api/v1/alerts/\(incidentID)/ack", nil),
+                "POST /api/v1/alerts/{id}/snooze": ("/api/v1/alerts/\(incidentID)/snooze", #"{"seconds":60}"#),
+                "GET /api/v1/alert-rules": ("/api/v1/alert-rules", nil),
+                "PUT /api/v1/alert-rules": ("/api/v1/alert-rules", #"{"kind":"offline","outlet":"kit-1"}"#),
+                "DELETE /api/v1/alert-rules/{id}": ("/api/v1/alert-rules/\(Int64(alertRuleID))", nil),
+                "GET /api/v1/alert-channels": ("/api/v1/alert-channels", nil),
+                "DELETE /api/v1/alert-channels/{id}": ("/api/v1/alert-channels/\(Int64(channelID))", nil),
+                // A channel is always the caller's own: bob's is added, nothing of ana's is reached.
+                "POST /api/v1/alert-channels": (
+                    "/api/v1/alert-channels", #"{"kind":"email","target":"bob@example.com"}"#
+                ),
+                // The server's Web Push key is no one's: the same for every owner, or 404 when Web Push is off.
+                "GET /api/v1/push/key": ("/api/v1/push/key", nil),
             ]
             let registered = Self.registeredAPIRoutes()
             #expect(
@@ -353,6 +397,16 @@ import Yams
                     #expect(response.status == 200)
                     #expect(!response.body.contains("kit-1"), "bob's list shows ana's outlet: \(response.body)")
                     #expect(response.body.contains("kit-2"))
+                case "GET /api/v1/alerts", "GET /api/v1/alert-rules", "GET /api/v1/alert-channels":
+                    #expect(response.status == 200)
+                    #expect(
+                        !response.body.contains("kit-1") && !response.body.contains("ana@example.com"),
+                        "\(route) as bob shows ana's: \(response.body)")
+                case "POST /api/v1/alert-channels":
+                    #expect(response.status == 201, "\(response.body)")
+                case "GET /api/v1/push/key":
+                    #expect(response.status == 200 || response.status == 404)
+                    #expect(!response.body.contains("kit-1"))
                 default:
                     #expect(response.status == 404, "\(route) as bob: \(response.status) \(response.body)")
                     #expect(!response.body.contains("Fridge"))
@@ -367,6 +421,14 @@ import Yams
             #expect(try await app.send("POST", "/api/v1/logout", token: bob).status == 204)
             #expect(try await app.send("POST", "/api/v1/logout").status == 401)
             #expect(try app.sql("SELECT count(*) FROM commands") == commandsBefore)
+            #expect(
+                try app.sql(
+                    """
+                    SELECT (SELECT string_agg(id || state || coalesce(acknowledged_at::text, '-')
+                                              || coalesce(snoozed_until::text, '-'), ',') FROM alert_incidents)
+                           || (SELECT count(*) FROM alert_rules) || (SELECT count(*) FROM alert_channels
+                                                                      WHERE app_user_id = \(anaID))
+                    """) == alertsBefore)
             #expect(
                 try app.sql(
                     "SELECT string_agg(id || ' ' || enabled || coalesce(removed_at::text, '-'), ',') FROM automations")
