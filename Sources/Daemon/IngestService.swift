@@ -64,16 +64,12 @@ public final class IngestService: Service, Sendable {
                 logger.warning("the broker did not answer within 5 s: other outletd instances were not looked for")
             }
         }
-        guard try await DatabaseStart.prepare(configuration, logger: logger) else {
+        guard let prepared = try await DatabaseStart.prepare(configuration, logger: logger) else {
             logger.info("stopped before the database answered")
             return
         }
         // Tasmota FullTopics of registered outlets are subscribed to besides the configured ones (read at start).
-        let registeredFullTopics = try await Blocking.run("outletd-full-topics") {
-            let connection = try PostgresConnection(connectionString: database.url, applicationName: "outletd-start")
-            defer { connection.close() }
-            return try DeviceStore(connection: connection).tasmotaFullTopics()
-        }
+        let registeredFullTopics = prepared.registeredFullTopics
         let router = ProtocolRouter(configuration, registeredFullTopics: registeredFullTopics)
         let topics = TopicPolicy(configuration)
         let subscriptions = topics.subscriptions(registeredFullTopics: registeredFullTopics)
