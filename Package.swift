@@ -213,6 +213,12 @@ let package = Package(
 
         // Tests mirror the modules. `TestSupport` starts a real mosquitto and PostgreSQL.
         .target(name: "TestSupport", dependencies: ["Postgres", "Storage"], path: "Tests/TestSupport"),
+        // A service under test: its configuration on TestSupport's stack, an `outletd` process, a client of the app,
+        // tariffs and readings for the cost tests.
+        .target(
+            name: "ServiceTestSupport",
+            dependencies: ["Config", "Postgres", "Runtime", "Telemetry", "TestSupport", "WritePath"],
+            path: "Tests/ServiceTestSupport"),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", "TestSupport"]),
         .testTarget(name: "AutomationsTests", dependencies: ["Automations", "Telemetry"]),
         .testTarget(name: "ProtocolsTests", dependencies: ["Protocols", "Telemetry", "TestSupport"]),
@@ -240,11 +246,20 @@ let package = Package(
                 "Config", "MessageSpool", "Postgres", "Runtime", "Storage", "Telemetry", "TestSupport", "WritePath",
             ]),
         .testTarget(
+            name: "OwnerAppTests",
+            dependencies: [
+                "Automations", "Config", "Observability", "OwnerApp", "Postgres", "Runtime", "ServiceTestSupport",
+                "Storage", "Telemetry", "TestSupport", "WritePath",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Yams", package: "Yams"),
+            ]),
+        .testTarget(
             name: "IngestTests",
             dependencies: [
                 "Alerts", "Automations", "Commands", "Compaction", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT",
-                "Observability", "OwnerApp", "Postgres", "Protocols", "Routing", "Runtime", "Storage", "Telemetry",
-                "TestSupport", "WritePath", .product(name: "Hummingbird", package: "hummingbird"),
+                "Observability", "OwnerApp", "Postgres", "Protocols", "Routing", "Runtime", "ServiceTestSupport",
+                "Storage",
+                "Telemetry", "TestSupport", "WritePath", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
             ]),
     ],

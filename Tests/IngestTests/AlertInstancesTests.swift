@@ -1,6 +1,7 @@
 import Alerts
 import Foundation
 import Postgres
+import ServiceTestSupport
 import TestSupport
 import Testing
 

@@ -4,6 +4,7 @@ import Logging
 import Observability
 import Postgres
 import Runtime
+import ServiceTestSupport
 import TestSupport
 import Testing
 import WritePath
@@ -210,7 +211,7 @@ import WritePath
         try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
         try DeviceStore(connection: connection).setTimeZone("a-1", "UTC")
         let deviceID = try #require(try DeviceStore(connection: connection).find("a-1")?.id)
-        try TariffPricingTests.tariff(url, "flat", "currency: EUR\nvalid_from: 2026-01-01\nprice_per_kwh: 1.00\n")
+        try TariffFixtures.set(url, "flat", "currency: EUR\nvalid_from: 2026-01-01\nprice_per_kwh: 1.00\n")
         _ = try TestStack.run(
             [try OutletdProcess.executable(), "tariff", "assign", "flat", "--default"],
             environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
@@ -218,7 +219,7 @@ import WritePath
         let start = max(
             Date().addingTimeInterval(-1_800),
             try #require(Calendar(identifier: .gregorian).dateInterval(of: .month, for: Date())?.start))
-        try TariffPricingTests.run(
+        try TariffFixtures.draw(
             connection, deviceID: deviceID, watts: 1_000, from: start.formatted(.iso8601),
             to: Date().addingTimeInterval(-10).formatted(.iso8601))
         let projected = try Double(

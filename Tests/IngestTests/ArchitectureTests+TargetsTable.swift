@@ -27,17 +27,6 @@ extension ArchitectureTests {
 
     /// Every target of the package but the test targets: libraries, system libraries, executables and plugins.
     static func packageTargets() throws -> Set<String> {
-        let scratch = NSTemporaryDirectory() + "outletd-dump-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let json = try TestStack.run(
-            [
-                "/usr/bin/env", "swift", "package", "--package-path", TestStack.packageRoot, "--scratch-path",
-                scratch + "/build", "dump-package",
-            ], environment: ["TMPDIR": scratch])
-        guard case .object(let root) = try JSONParser.parse(Array(json.utf8)),
-            case .array(let targets)? = root["targets"]
-        else { throw HarnessError("unexpected dump-package output") }
         var names = Set<String>()
         for target in try dumpedTargets.get() {
             guard case .string(let name)? = target["name"], case .string(let type)? = target["type"], type != "test"

@@ -47,12 +47,17 @@ import Testing
         return targets.compactMap { if case .object(let target) = $0 { target } else { nil } }
     }
 
+    /// Whether `target` is a library of the tests (TestSupport, ServiceTestSupport: under Tests/), not of the product.
+    static func isTestSupport(_ target: [String: JSONValue]) -> Bool {
+        if case .string(let path)? = target["path"] { path.hasPrefix("Tests/") } else { false }
+    }
+
     /// Every regular and executable target with its dependencies on other targets of the package.
     static func packageGraph() throws -> [String: Set<String>] {
         var graph: [String: Set<String>] = [:]
         for target in try dumpedTargets.get() {
             guard case .string(let name)? = target["name"], case .string(let type)? = target["type"],
-                type == "regular" || type == "executable", name != "TestSupport",
+                type == "regular" || type == "executable", !Self.isTestSupport(target),
                 !outsideThePicture.contains(name), case .array(let dependencies)? = target["dependencies"]
             else { continue }
             var internalDependencies = Set<String>()

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import ServiceTestSupport
 import Telemetry
 import TestSupport
 import Testing

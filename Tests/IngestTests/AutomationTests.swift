@@ -1,6 +1,7 @@
 import Automations
 import Foundation
 import Postgres
+import ServiceTestSupport
 import Telemetry
 import TestSupport
 import Testing

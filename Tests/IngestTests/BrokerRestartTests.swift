@@ -1,5 +1,6 @@
 import Foundation
 import MQTT
+import ServiceTestSupport
 import TestSupport
 import Testing
 

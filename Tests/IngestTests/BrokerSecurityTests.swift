@@ -1,6 +1,7 @@
 import Foundation
 import MQTT
 import Postgres
+import ServiceTestSupport
 import Telemetry
 import TestSupport
 import Testing

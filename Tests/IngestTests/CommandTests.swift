@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import MQTT
 import Postgres
+import ServiceTestSupport
 import Telemetry
 import TestSupport
 import Testing

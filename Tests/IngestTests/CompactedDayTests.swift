@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import Runtime
+import ServiceTestSupport
 import Telemetry
 import TestSupport
 import Testing

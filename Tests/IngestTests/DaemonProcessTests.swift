@@ -1,4 +1,5 @@
 import Foundation
+import ServiceTestSupport
 import TestSupport
 import Testing
 
@@ -343,82 +344,5 @@ import Testing
         let removed = try TestStack.run([outletd, "device", "remove", "kitchen-1", "--yes"], environment: environment)
         #expect(removed.contains("removed kitchen-1"))
         #expect(try Harness.count(url, "SELECT count(*) FROM devices") == 0)
-    }
-}
-
-/// An `outletd run` child process with its output captured to a file.
-final class OutletdProcess: Sendable {
-    let child: BackgroundProcess
-
-    struct FinalCounters {
-        var received: Int
-        var stored: Int
-        var duplicates: Int
-    }
-
-    /// The built `outletd` next to the test bundle (or under .build/debug).
-    static func executable() throws -> String {
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("outletd").path
-        for candidate in [beside, "\(TestStack.packageRoot)/.build/debug/outletd"]
-        where FileManager.default.isExecutableFile(atPath: candidate) {
-            return candidate
-        }
-        throw HarnessError("outletd executable not built (swift build --build-tests builds it)")
-    }
-
-    static func start(_ configuration: OutletdConfiguration, extraEnvironment: [String: String] = [:]) throws
-        -> OutletdProcess
-    {
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OUTLETD_") }
-        environment["OUTLETD_DATABASE_URL"] = configuration.database.url
-        environment["OUTLETD_MQTT_URL"] = configuration.mqtt.url
-        environment["OUTLETD_MQTT_TOPIC_PREFIX"] = configuration.mqtt.topicPrefix
-        environment["OUTLETD_INSTANCE_ID"] = configuration.instanceID
-        environment["OUTLETD_MQTT_SHARE_GROUP"] = configuration.mqtt.shareGroup
-        environment["OUTLETD_COMMANDS_SHARE_GROUP"] = configuration.commands.shareGroup
-        environment["OUTLETD_SPOOL_DIRECTORY"] = configuration.spool.directory
-        environment["OUTLETD_SPOOL_SEGMENT_BYTES"] = String(configuration.spool.segmentBytes)
-        environment["OUTLETD_SPOOL_MAX_BYTES"] = String(configuration.spool.maxBytes)
-        environment["OUTLETD_INGEST_BATCH_MAX_DELAY_MS"] = "50"
-        // Daemons of parallel tests would all want the default HTTP port; tests that need it pass one.
-        environment["OUTLETD_HTTP_LISTEN"] = ""
-        environment.merge(extraEnvironment) { $1 }
-        // In the test stack's folder, which goes away when the test process exits.
-        let logPath = "\(try TestStack.shared().directory)/\(configuration.instanceID)-\(UUID().uuidString).log"
-        return OutletdProcess(
-            child: try BackgroundProcess([try executable(), "run"], environment: environment, logPath: logPath))
-    }
-
-    private init(child: BackgroundProcess) {
-        self.child = child
-    }
-
-    func signal(_ signal: Int32) {
-        child.signal(signal)
-    }
-
-    /// The exit code; fails the test when the process is still running after `timeout`.
-    func waitForExit(timeout: Double) async throws -> Int32 {
-        guard let code = await child.waitForExit(timeout: timeout) else {
-            throw HarnessError("outletd still running after \(timeout) s:\n\(output)")
-        }
-        return code
-    }
-
-    var output: String { child.output }
-
-    /// The counters of the `stopped` log line.
-    func finalCounters() -> FinalCounters? {
-        guard
-            let line = output.split(separator: "\n").last(where: { $0.contains("stopped") && $0.contains("received=") })
-        else { return nil }
-        func value(_ name: String) -> Int? {
-            guard let range = line.range(of: "\(name)=") else { return nil }
-            return Int(line[range.upperBound...].prefix { $0.isNumber })
-        }
-        guard let received = value("received"), let stored = value("stored"), let duplicates = value("duplicates")
-        else { return nil }
-        return FinalCounters(received: received, stored: stored, duplicates: duplicates)
     }
 }

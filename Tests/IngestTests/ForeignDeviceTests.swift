@@ -2,6 +2,7 @@ import Foundation
 import MQTT
 import Postgres
 import Protocols
+import ServiceTestSupport
 import Telemetry
 import TestSupport
 import Testing

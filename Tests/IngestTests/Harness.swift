@@ -17,29 +17,9 @@ import Testing
 @testable import Runtime
 @testable import Storage
 
-/// The integration tests' part of the harness (the rest is TestSupport's): a configuration pointing at the test
-/// stack, an in-process service, its status, and a publisher.
+/// The integration tests' part of the harness (the rest, with the configuration pointing at the test stack, is
+/// TestSupport's): an in-process service, its status, and a publisher.
 extension Harness {
-    /// A configuration for one test: its own database, topic prefix and instance id.
-    static func configuration(databaseURL: String) throws -> OutletdConfiguration {
-        var configuration = OutletdConfiguration()
-        configuration.database.url = databaseURL
-        configuration.mqtt.url = try TestStack.shared().mqttURL
-        configuration.mqtt.topicPrefix = TestStack.uniqueName("p") + "/outlets"
-        configuration.instanceID = TestStack.uniqueName("outletd-test-")
-        // Share groups of their own: the broker is shared by all tests, Tasmota and Shelly topics carry no
-        // test prefix, and mosquitto keeps handing a group's messages to the stopped sessions of earlier tests.
-        configuration.mqtt.shareGroup = TestStack.uniqueName("g")
-        configuration.commands.shareGroup = TestStack.uniqueName("g")
-        // In the test stack's folder, which goes away when the test process exits.
-        configuration.spool.directory = "\(try TestStack.shared().directory)/spool-\(configuration.instanceID)"
-        configuration.spool.segmentBytes = 256 * 1024
-        configuration.spool.maxBytes = 64 << 20
-        configuration.ingest.batchMaxDelayMilliseconds = 50
-        configuration.rejections.logIntervalSeconds = 3_600
-        return configuration
-    }
-
     /// Runs `body` with a running in-process service, then shuts it down gracefully.
     static func withService<T>(
         _ configuration: OutletdConfiguration, _ body: (IngestService) async throws -> T

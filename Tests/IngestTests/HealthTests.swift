@@ -1,4 +1,5 @@
 import Foundation
+import ServiceTestSupport
 import Telemetry
 import TestSupport
 import Testing

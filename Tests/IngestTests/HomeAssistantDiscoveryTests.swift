@@ -3,6 +3,7 @@ import MQTT
 import Observability
 import Postgres
 import Protocols
+import ServiceTestSupport
 import TestSupport
 import Testing
 

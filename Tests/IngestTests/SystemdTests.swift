@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ServiceTestSupport
 import TestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Config
 import Foundation
 import Postgres
+import ServiceTestSupport
 import Storage
 import Telemetry
 import TestSupport
@@ -9,23 +10,9 @@ import Testing
 /// Tariff files as operators write them: the issue's tarifa branca loads as written; each kind of mistake is
 /// refused as `FILE:LINE: reason`, and through the CLI a refused file changes nothing.
 struct TariffFileTests {
-    static let tarifaBranca = """
-        currency: BRL                 # ISO 4217
-        time_zone: America/Fortaleza  # the bands' clock; when absent, each outlet's own time zone
-        valid_from: 2026-11-01
-        price_per_kwh: 0.62           # outside every band
-        bands:                        # optional; the first band that matches wins
-          - {name: ponta, days: [mon, tue, wed, thu, fri], from: "18:00", to: "21:00", price_per_kwh: 1.38}
-          - {name: intermediario, days: [mon, tue, wed, thu, fri], from: "17:00", to: "18:00", price_per_kwh: 0.89}
-          - {name: intermediario, days: [mon, tue, wed, thu, fri], from: "21:00", to: "22:00", price_per_kwh: 0.89}
-        holidays: [2026-11-02, 2026-11-15, 2026-11-20, 2026-12-25]   # no bands apply on these days
-        monthly_adders_per_kwh: {"2026-11": 0.01885, "2026-12": 0.04463}  # e.g. the bandeira of each month
-        taxes_percent: 0              # on everything: cost = kWh × (price + adder) × (1 + taxes_percent / 100)
-
-        """
 
     @Test func theTarifaBrancaLoadsAsWritten() throws {
-        let tariff = try TariffFile.parse(Self.tarifaBranca, source: "branca.yaml")
+        let tariff = try TariffFile.parse(TariffFixtures.tarifaBranca, source: "branca.yaml")
         #expect(tariff.currency == "BRL" && tariff.timeZone == "America/Fortaleza" && tariff.validFrom == "2026-11-01")
         #expect(tariff.pricePerKWh == "0.62" && tariff.taxesPercent == "0")
         #expect(tariff.bands.map(\.name) == ["ponta", "intermediario", "intermediario"])
@@ -118,7 +105,7 @@ struct TariffFileTests {
         _ = try connection.execute("UPDATE devices SET owner_id = (SELECT id FROM app_users) WHERE code = 'kit-2'")
         let directory = try TestStack.shared().directory
         let file = "\(directory)/branca-\(UUID().uuidString).yaml"
-        try Self.tarifaBranca.write(toFile: file, atomically: true, encoding: .utf8)
+        try TariffFixtures.tarifaBranca.write(toFile: file, atomically: true, encoding: .utf8)
         func run(_ arguments: [String]) throws -> String {
             try TestStack.run(
                 [try OutletdProcess.executable()] + arguments,
@@ -126,8 +113,10 @@ struct TariffFileTests {
         }
         #expect(try run(["tariff", "set", "branca", "--file", file]).contains("loaded a version from 2026-11-01"))
         let december = file + ".dec.yaml"
-        try Self.tarifaBranca.replacingOccurrences(of: "valid_from: 2026-11-01", with: "valid_from: 2026-12-01")
-            .replacingOccurrences(of: "0.62", with: "0.65").write(toFile: december, atomically: true, encoding: .utf8)
+        try TariffFixtures.tarifaBranca.replacingOccurrences(
+            of: "valid_from: 2026-11-01", with: "valid_from: 2026-12-01"
+        )
+        .replacingOccurrences(of: "0.62", with: "0.65").write(toFile: december, atomically: true, encoding: .utf8)
         _ = try run(["tariff", "set", "branca", "--file", december])
         try "currency: EUR\nvalid_from: 2026-01-01\nprice_per_kwh: 0.3\n".write(
             toFile: file + ".eur", atomically: true, encoding: .utf8)
@@ -168,6 +157,8 @@ struct TariffFileTests {
         let json = try run(["tariff", "show", "branca", "--format", "json"])
         #expect(json.contains(#""valid_from":"2026-12-01""#) && json.contains(#""price_per_kwh":"0.65""#))
         // What was stored reads back as the file said.
-        #expect(try store.versions(name: "branca").first?.tariff == TariffFile.parse(Self.tarifaBranca, source: "x"))
+        #expect(
+            try store.versions(name: "branca").first?.tariff
+                == TariffFile.parse(TariffFixtures.tarifaBranca, source: "x"))
     }
 }

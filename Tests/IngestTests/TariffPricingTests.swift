@@ -1,6 +1,7 @@
 import Foundation
 import OwnerApp
 import Postgres
+import ServiceTestSupport
 import Storage
 import Telemetry
 import TestSupport
@@ -11,35 +12,6 @@ import WritePath
 /// on the tarifa branca (three bands, holidays, the bandeira adder, a late reading, a new version mid-month) and a
 /// day across a DST change in Europe/Berlin, to the cent.
 @Suite(.serialized) struct TariffPricingTests {
-    /// An outlet drawing `watts` from `from` to `to` (UTC), a reading every 10 s: exactly watts × hours Wh, each
-    /// minute its sixtieth of an hour.
-    static func run(_ connection: PostgresConnection, deviceID: Int32, watts: Double, from: String, to: String)
-        throws
-    {
-        let start = try #require(RFC3339.date(from: from))
-        let end = try #require(RFC3339.date(from: to))
-        let count = Int(end.timeIntervalSince(start) / 10) + 1
-        let samples = (0..<count).map { index -> DeviceSample in
-            let at = start.addingTimeInterval(Double(index) * 10)
-            return DeviceSample(
-                deviceID: deviceID,
-                reading: Reading(
-                    measuredAt: at, receivedAt: at, voltageVolts: 230, currentAmperes: watts / 230, powerWatts: watts,
-                    energyWattHours: nil))
-        }
-        var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
-        batch.add(ClassifiedMessage(samples: samples), of: RawMessage(topic: "t", payload: [], receivedAt: Date()))
-        _ = try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).write(batch, to: connection)
-    }
-
-    static func tariff(_ url: String, _ name: String, _ yaml: String) throws {
-        let file = "\(try TestStack.shared().directory)/\(name)-\(UUID().uuidString).yaml"
-        try yaml.write(toFile: file, atomically: true, encoding: .utf8)
-        _ = try TestStack.run(
-            [try OutletdProcess.executable(), "tariff", "set", name, "--file", file],
-            environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
-    }
-
     /// Sum of cost (and energy, kWh) over a period, by band (`base` outside every band).
     static func cost(_ url: String, _ code: String, _ from: String, _ to: String) throws -> [String: (Double, Double)] {
         let text = try Harness.scalar(
@@ -67,32 +39,32 @@ import WritePath
         try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
         try DeviceStore(connection: connection).setTimeZone("fort-1", "America/Fortaleza")
         let deviceID = try #require(try DeviceStore(connection: connection).find("fort-1")?.id)
-        try Self.tariff(url, "branca", TariffFileTests.tarifaBranca)
+        try TariffFixtures.set(url, "branca", TariffFixtures.tarifaBranca)
         _ = try TestStack.run(
             [try OutletdProcess.executable(), "tariff", "assign", "branca", "--default"],
             environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
 
         // 1 kW for an hour at a time; Fortaleza is UTC−3 all year. Adder for November: 0.01885.
         // before the tariff: Fri 30 Oct 18:00–19:00, no price.
-        try Self.run(
+        try TariffFixtures.draw(
             connection, deviceID: deviceID, watts: 1_000, from: "2026-10-30T21:00:00Z", to: "2026-10-30T22:00:00Z")
         // A: Mon 2 Nov 18:00–19:00, a holiday: base 0.62 + 0.01885 = 0.63885.
-        try Self.run(
+        try TariffFixtures.draw(
             connection, deviceID: deviceID, watts: 1_000, from: "2026-11-02T21:00:00Z", to: "2026-11-02T22:00:00Z")
         // B: Tue 3 Nov 17:30–18:30: ½ kWh intermediário 0.90885 + ½ kWh ponta 1.39885 = 1.15385.
-        try Self.run(
+        try TariffFixtures.draw(
             connection, deviceID: deviceID, watts: 1_000, from: "2026-11-03T20:30:00Z", to: "2026-11-03T21:30:00Z")
         // C: Sat 7 Nov 18:00–19:00, no bands at weekends: 0.63885.
-        try Self.run(
+        try TariffFixtures.draw(
             connection, deviceID: deviceID, watts: 1_000, from: "2026-11-07T21:00:00Z", to: "2026-11-07T22:00:00Z")
         // E: Sun 15 Nov 12:00–13:00 (a holiday too): 0.63885.
-        try Self.run(
+        try TariffFixtures.draw(
             connection, deviceID: deviceID, watts: 1_000, from: "2026-11-15T15:00:00Z", to: "2026-11-15T16:00:00Z")
         // D: Mon 16 Nov 18:00–19:00, ponta: 1.39885 (1.51885 once the version from 16 Nov is loaded).
-        try Self.run(
+        try TariffFixtures.draw(
             connection, deviceID: deviceID, watts: 1_000, from: "2026-11-16T21:00:00Z", to: "2026-11-16T22:00:00Z")
         // F, arriving late: Wed 4 Nov 21:30–22:30: ½ kWh intermediário 0.454425 + ½ kWh base 0.319425 = 0.77385.
-        try Self.run(
+        try TariffFixtures.draw(
             connection, deviceID: deviceID, watts: 1_000, from: "2026-11-05T00:30:00Z", to: "2026-11-05T01:30:00Z")
 
         let (from, to) = ("2026-11-01T03:00:00Z", "2026-12-01T03:00:00Z")
@@ -110,9 +82,9 @@ import WritePath
         #expect(october["base"]?.1 == 1.0 && october["base"]?.0.isNaN == true, "\(october)")
 
         // A new version from 16 Nov: ponta 1.50. It prices its own period only.
-        try Self.tariff(
+        try TariffFixtures.set(
             url, "branca",
-            TariffFileTests.tarifaBranca.replacingOccurrences(
+            TariffFixtures.tarifaBranca.replacingOccurrences(
                 of: "valid_from: 2026-11-01", with: "valid_from: 2026-11-16"
             )
             .replacingOccurrences(of: "1.38", with: "1.50"))
@@ -172,7 +144,7 @@ import WritePath
         try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
         try DeviceStore(connection: connection).setTimeZone("tv-1", "UTC")
         let deviceID = try #require(try DeviceStore(connection: connection).find("tv-1")?.id)
-        try Self.tariff(url, "flat", "currency: EUR\nvalid_from: 2026-01-01\nprice_per_kwh: 1.00\n")
+        try TariffFixtures.set(url, "flat", "currency: EUR\nvalid_from: 2026-01-01\nprice_per_kwh: 1.00\n")
         _ = try TestStack.run(
             [try OutletdProcess.executable(), "tariff", "assign", "flat", "--default"],
             environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
@@ -181,8 +153,8 @@ import WritePath
         func at(_ hours: Double) -> String {
             Date(timeIntervalSince1970: hour + hours * 3_600).formatted(.iso8601)
         }
-        try Self.run(connection, deviceID: deviceID, watts: 5, from: at(0), to: at(3))
-        try Self.run(
+        try TariffFixtures.draw(connection, deviceID: deviceID, watts: 5, from: at(0), to: at(3))
+        try TariffFixtures.draw(
             connection, deviceID: deviceID, watts: 100, from: at(3).replacingOccurrences(of: ":00Z", with: ":10Z"),
             to: at(4))
         // 5 W for the 720 hours of the last 30 days at 1.00 per kWh: 3.60.
@@ -201,7 +173,7 @@ import WritePath
         let deviceID = try #require(try DeviceStore(connection: connection).find("ber-1")?.id)
         // No clock in the file: the outlet's own zone.
         try DeviceStore(connection: connection).setTimeZone("ber-1", "Europe/Berlin")
-        try Self.tariff(
+        try TariffFixtures.set(
             url, "night",
             """
             currency: EUR
@@ -216,7 +188,7 @@ import WritePath
             environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
         // Sunday 25 Oct 2026: 02:00–03:00 happens twice (CEST, then CET). 1 kW from 01:00 CEST (23:00 UTC) to
         // 04:00 CET (03:00 UTC): 1 kWh base, 2 kWh in the band, 1 kWh base = (0.10 + 2.00 + 0.10) × 1.19 = 2.618.
-        try Self.run(
+        try TariffFixtures.draw(
             connection, deviceID: deviceID, watts: 1_000, from: "2026-10-24T23:00:00Z", to: "2026-10-25T03:00:00Z")
         let bands = try Self.cost(url, "ber-1", "2026-10-24T22:00:00Z", "2026-10-25T23:00:00Z")
         #expect(bands["two"]?.1 == 2.0 && bands["base"]?.1 == 2.0, "\(bands)")
@@ -230,47 +202,6 @@ import WritePath
 
     /// The owner sees cost in the app: the detail's period, this month so far and its projection, the standby, and
     /// each hour of the day; money as exact decimals.
-    @Test func theOwnersAppShowsCostInTheDetailAndEachHour() async throws {
-        try await OwnerAppTests.withApp { app in
-            let connection = try PostgresConnection(connectionString: app.url)
-            defer { connection.close() }
-            try BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3).prepareSession(connection)
-            try DeviceStore(connection: connection).setTimeZone("kit-1", "America/Fortaleza")
-            let deviceID = try #require(try DeviceStore(connection: connection).find("kit-1")?.id)
-            try Self.tariff(app.url, "branca", TariffFileTests.tarifaBranca)
-            _ = try TestStack.run(
-                [try OutletdProcess.executable(), "tariff", "assign", "branca", "--outlet", "kit-1"],
-                environment: ["OUTLETD_DATABASE_URL": app.url, "OUTLETD_CONFIG": ""])
-            try Self.run(
-                connection, deviceID: deviceID, watts: 1_000, from: "2026-11-03T20:30:00Z", to: "2026-11-03T21:30:00Z")
-            // And an hour just gone, for this month so far.
-            let recent = (Date().timeIntervalSince1970 / 60).rounded(.down) * 60 - 2 * 3_600
-            try Self.run(
-                connection, deviceID: deviceID, watts: 1_000,
-                from: Date(timeIntervalSince1970: recent).formatted(.iso8601),
-                to: Date(timeIntervalSince1970: recent + 3_600).formatted(.iso8601))
-            let ana = try await app.login("ana")
-            #expect(
-                try await app.send("POST", "/api/v1/outlets", token: ana, body: try app.claimBody("kit-1", "Fridge"))
-                    .status == 201)
-            let detail = try await app.send(
-                "GET", "/api/v1/outlets/kit-1?from=2026-11-03T03:00:00Z&to=2026-11-04T03:00:00Z", token: ana)
-            #expect(detail.status == 200)
-            #expect(detail.body.contains(#""cost":1.153850,"currency":"BRL""#), "\(detail.body)")
-            let monthToDate = detail.json?["month_to_date_cost"]?.numberValue() ?? -1
-            let projected = detail.json?["projected_month_cost"]?.numberValue() ?? -1
-            #expect(monthToDate > 0 && projected >= monthToDate, "\(detail.body)")
-            #expect(detail.json?["standby_watts"]?.numberValue() != nil, "\(detail.body)")
-            #expect(detail.json?["standby_month_cost"] != nil, "\(detail.body)")
-
-            let day = try await app.send("GET", "/api/v1/outlets/kit-1/hourly?date=2026-11-03", token: ana)
-            guard case .array(let hours)? = day.json?["hours"] else { throw HarnessError(day.body) }
-            #expect(hours[16]["cost"] == .null)
-            #expect(hours[17]["cost"]?.numberValue() == 0.454425 && hours[18]["cost"]?.numberValue() == 0.699425)
-            #expect(day.body.contains(#""cost":0.454425"#), "\(day.body)")
-        }
-    }
-
     /// The detail prices today apart from the month before it (which the app keeps up to an hour): the two add up
     /// to exactly what pricing the whole month to date gives, whatever the hour of the run.
     @Test func todayPlusTheMonthBeforeItIsTheMonthToDate() throws {
@@ -284,7 +215,7 @@ import WritePath
         try DeviceStore(connection: connection).setTimeZone("kit-1", "America/Fortaleza")
         _ = try Harness.scalar(url, "UPDATE devices SET owner_id = \(userID) WHERE code = 'kit-1' RETURNING code")
         let deviceID = try #require(try DeviceStore(connection: connection).find("kit-1")?.id)
-        try Self.tariff(url, "branca", Self.everyMonth)
+        try TariffFixtures.set(url, "branca", Self.everyMonth)
         _ = try TestStack.run(
             [try OutletdProcess.executable(), "tariff", "assign", "branca", "--outlet", "kit-1"],
             environment: ["OUTLETD_DATABASE_URL": url, "OUTLETD_CONFIG": ""])
@@ -300,7 +231,7 @@ import WritePath
             (monthStart.timeIntervalSince1970 + 20.5 * 3_600, monthStart.timeIntervalSince1970 + 22 * 3_600),
             (now - 5 * 3_600, now - 3 * 3_600), (now - 600, now - 60),
         ] where from >= monthStart.timeIntervalSince1970 {
-            try Self.run(
+            try TariffFixtures.draw(
                 connection, deviceID: deviceID, watts: 1_250,
                 from: Date(timeIntervalSince1970: from).formatted(.iso8601),
                 to: Date(timeIntervalSince1970: to).formatted(.iso8601))
@@ -353,7 +284,7 @@ import WritePath
     /// rows each step of the plan produced or filtered out, whatever the machine's speed.
     @Test func aYearsPricesAreFoundInProportionToItsDays() throws {
         let url = try Harness.migratedDatabase()
-        try Self.tariff(url, "branca", Self.everyMonth)
+        try TariffFixtures.set(url, "branca", Self.everyMonth)
         let tariffID = try Harness.scalar(url, "SELECT id FROM tariffs WHERE name = 'branca'")
         func rowsHandled(days: Int) throws -> Int {
             let plan = try Harness.scalar(
@@ -392,7 +323,7 @@ import WritePath
         _ = try Harness.scalar(
             url,
             "UPDATE devices SET time_zone = CASE code WHEN 'fort-1' THEN 'America/Fortaleza' ELSE 'Europe/Berlin' END")
-        try Self.tariff(
+        try TariffFixtures.set(
             url, "cut",
             """
             currency: BRL
@@ -407,7 +338,7 @@ import WritePath
             monthly_adders_per_kwh: {"2025-12": 0.01885, "2026-10": 0.04463}
             taxes_percent: 7.5
             """)
-        try Self.tariff(
+        try TariffFixtures.set(
             url, "cut",
             """
             currency: BRL
@@ -420,7 +351,7 @@ import WritePath
             monthly_adders_per_kwh: {"2026-11": 0.02}
             taxes_percent: 12
             """)
-        try Self.tariff(
+        try TariffFixtures.set(
             url, "night",
             """
             currency: EUR

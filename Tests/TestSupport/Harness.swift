@@ -5,8 +5,8 @@ import Synchronization
 import Testing
 
 /// Shared set-up of the tests that talk to PostgreSQL: a migrated database of their own, outlets registered, one-value
-/// queries, waiting for a condition. The integration tests add the configuration, the in-process service and the
-/// publisher (Tests/IngestTests/Harness.swift).
+/// queries, waiting for a condition. ServiceTestSupport adds a service's configuration pointing at the test stack, the
+/// integration tests the in-process service and the publisher (Tests/IngestTests/Harness.swift).
 public enum Harness {
     /// A fresh, migrated database; returns its connection string.
     public static func migratedDatabase(on stack: TestStack? = nil) throws -> String {

@@ -6,6 +6,7 @@ import OwnerApp
 import Postgres
 import Runtime
 import ServiceLifecycle
+import ServiceTestSupport
 import Storage
 import Telemetry
 import TestSupport
@@ -17,42 +18,7 @@ import Yams
 /// that no route lets one owner reach another's outlet.
 @Suite(.serialized) struct OwnerAppTests {
     /// A running app server on a database of its own, with users `ana` and `bob` and outlets `kit-1`…`kit-3`.
-    struct App: Sendable {
-        let url: String
-        let port: Int
-        let passwords = ["ana": "ana-password-1", "bob": "bob-password-2"]
-
-        /// One HTTP exchange with the app (on a thread of its own: the socket blocks).
-        func send(_ method: String, _ path: String, token: String? = nil, body: String? = nil) async throws
-            -> AppResponse
-        {
-            let port = self.port
-            return try await Blocking.run("app-test-http") {
-                try AppResponse.exchange(port: port, method: method, path: path, token: token, body: body)
-            }
-        }
-
-        func login(_ user: String) async throws -> String {
-            let response = try await send(
-                "POST", "/api/v1/login", body: #"{"username":"\#(user)","password":"\#(passwords[user] ?? "")"}"#)
-            guard response.status == 200, case .string(let token)? = response.json?["token"] else {
-                throw HarnessError("login of \(user): \(response.status) \(response.body)")
-            }
-            return token
-        }
-
-        func sql(_ statement: String) throws -> String {
-            try Harness.scalar(url, statement)
-        }
-
-        /// A claim's body for `code` with its claim key (a made-up key for a code that is not registered).
-        func claimBody(_ code: String, _ name: String, description: String? = nil) throws -> String {
-            let key = try sql("SELECT coalesce(max(claim_key), '00000000000Z') FROM devices WHERE code = '\(code)'")
-            var body = #"{"code":"\#(code)","claim_key":"\#(key)","name":"\#(name)""#
-            if let description { body += #","description":"\#(description)""# }
-            return body + "}"
-        }
-    }
+    typealias App = AppClient
 
     static func withApp<T>(
         configure: (inout OutletdConfiguration) -> Void = { _ in }, _ body: (App) async throws -> T
@@ -315,7 +281,7 @@ import Yams
                 SELECT id, 10, 0, 0, now(), now() - interval '1 hour', now() - interval '10 minutes'
                 FROM devices WHERE code = 'kit-1' RETURNING 1
                 """)
-            _ = try AlertStoreTests.round(app.url)
+            try OwnerAlertsTests.round(app.url)
             let incidentID = try app.sql("SELECT id FROM alert_incidents WHERE state = 'open'")
             #expect(Int(incidentID) != nil, "ana's outlet has no open incident: \(incidentID)")
             let anaID = try app.sql("SELECT id FROM app_users WHERE name = 'ana'")
@@ -583,50 +549,6 @@ import Yams
         }
     }
 
-    // MARK: In the daemon
-
-    /// The app as the daemon runs it (a Service of its group, on `app.listen`), and a switch made in it carried to a
-    /// real outlet over MQTT and confirmed by its state report.
-    @Test func theDaemonServesTheAppAndTheOutletConfirmsASwitchMadeInIt() async throws {
-        let url = try Harness.migratedDatabase()
-        var configuration = try Harness.configuration(databaseURL: url)
-        let port = try freePort()
-        configuration.app.listen = "127.0.0.1:\(port)"
-        try Harness.register(["kit-1"], databaseURL: url)
-        let connection = try PostgresConnection(connectionString: url)
-        defer { connection.close() }
-        try OwnerStore(connection: connection).addUser(name: "ana", passwordHash: PasswordHasher.hash("ana-password-1"))
-        let outlet = try SimulatedOutlet(code: "kit-1", prefix: configuration.mqtt.topicPrefix)
-        defer { outlet.stop() }
-        try await outlet.publish("state", "on")
-        try await Harness.withService(configuration) { _ in
-            let app = App(url: url, port: port)
-            try await Harness.waitUntil(timeout: 20, "the app listening") {
-                HTTPProbe.get(port: port, path: "/")?.status == 200
-            }
-            let token = try await app.login("ana")
-            #expect(
-                try await app.send("POST", "/api/v1/outlets", token: token, body: try app.claimBody("kit-1", "Fridge"))
-                    .status == 201)
-            let request = try await app.send(
-                "PUT", "/api/v1/outlets/kit-1/state", token: token, body: #"{"state":"off"}"#)
-            #expect(request.status == 202)
-            guard case .number(let id)? = request.json?["command_id"] else { throw HarnessError(request.body) }
-            var status = ""
-            let deadline = Date().addingTimeInterval(15)
-            while Date() < deadline {
-                let command = try await app.send("GET", "/api/v1/commands/\(Int64(id))", token: token)
-                if case .string(let text)? = command.json?["status"] { status = text }
-                if CommandStatus(rawValue: status)?.isFinal == true { break }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            #expect(status == "confirmed")
-            #expect(outlet.commands.value.map(\.state) == [.off])
-            let detail = try await app.send("GET", "/api/v1/outlets/kit-1", token: token)
-            #expect(detail.json?["state"] == .string("off"))
-        }
-    }
-
     /// `outletd user …` as an operator runs it: the password from standard input, only a bcrypt hash stored, never
     /// printed; disabling and a new password end the user's sessions.
     @Test func userCommandsStoreOnlyAHashAndEndSessions() async throws {
@@ -715,65 +637,5 @@ import Yams
             documented == registered,
             "only documented: \(documented.subtracting(registered)); only served: \(registered.subtracting(documented))"
         )
-    }
-}
-
-/// An HTTP/1.1 answer, read to the end of the connection.
-struct AppResponse: Sendable {
-    var status: Int
-    var headers: String
-    var body: String
-    var json: JSONValue? { try? JSONParser.parse(Array(body.utf8)) }
-
-    /// Sends one request to 127.0.0.1:`port` over a fresh connection (`Connection: close`).
-    /// `headers` are sent as given (`Authorization`, `X-Forwarded-For`); `contentType` goes with a body (nil: none).
-    static func exchange(
-        port: Int, method: String, path: String, token: String?, body: String?, headers: [String] = [],
-        contentType: String? = "application/json"
-    ) throws -> AppResponse {
-        guard let fd = HTTPProbe.connect(port: port, timeoutSeconds: 15) else {
-            throw HarnessError("cannot connect to 127.0.0.1:\(port)")
-        }
-        defer { close(fd) }
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-        if let token { head += "Authorization: Bearer \(token)\r\n" }
-        for header in headers { head += header + "\r\n" }
-        let payload = Array((body ?? "").utf8)
-        if body != nil, let contentType { head += "Content-Type: \(contentType)\r\n" }
-        head += "Content-Length: \(payload.count)\r\n\r\n"
-        let request = Array(head.utf8) + payload
-        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count
-        else { throw HarnessError("send failed") }
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count <= 0 { break }
-            received.append(contentsOf: chunk[0..<count])
-        }
-        let text = String(decoding: received, as: UTF8.self)
-        guard let headerEnd = text.range(of: "\r\n\r\n") else { throw HarnessError("no HTTP answer: \(text)") }
-        let headers = String(text[..<headerEnd.lowerBound])
-        let parts = (headers.split(separator: "\r\n").first ?? "").split(separator: " ")
-        guard parts.count >= 2, let status = Int(parts[1]) else { throw HarnessError("no status: \(headers)") }
-        var body = String(text[headerEnd.upperBound...])
-        if headers.lowercased().contains("transfer-encoding: chunked") { body = Self.unchunk(body) }
-        return AppResponse(status: status, headers: headers, body: body)
-    }
-
-    /// The body of a chunked transfer.
-    static func unchunk(_ text: String) -> String {
-        var bytes = Array(text.utf8)[...]
-        var body: [UInt8] = []
-        while let lineEnd = bytes.firstRange(of: Array("\r\n".utf8)) {
-            let size =
-                Int(String(decoding: bytes[bytes.startIndex..<lineEnd.lowerBound], as: UTF8.self), radix: 16) ?? 0
-            if size == 0 { break }
-            let start = lineEnd.upperBound
-            let end = min(bytes.endIndex, start + size)
-            body += bytes[start..<end]
-            bytes = bytes[min(bytes.endIndex, end + 2)...]
-        }
-        return String(decoding: body, as: UTF8.self)
     }
 }

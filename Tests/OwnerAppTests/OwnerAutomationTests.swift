@@ -2,6 +2,7 @@ import Automations
 import Foundation
 import Postgres
 import Runtime
+import ServiceTestSupport
 import Storage
 import Telemetry
 import TestSupport

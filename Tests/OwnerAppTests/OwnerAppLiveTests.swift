@@ -1,6 +1,7 @@
 import Config
 import Foundation
 import Runtime
+import ServiceTestSupport
 import Telemetry
 import TestSupport
 import Testing

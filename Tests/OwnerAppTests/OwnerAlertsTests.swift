@@ -9,6 +9,14 @@ import Testing
 /// The owners' alert routes over HTTP: rules, channels and incidents are the caller's alone (another owner gets
 /// 404 for every id), bad values are 400 with the reason, the limits 409, a webhook's secret is never answered.
 @Suite(.serialized) struct OwnerAlertsTests {
+    /// One evaluation round of every kind, as the daemon's runner makes it.
+    static func round(_ url: String) throws {
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        _ = try AlertSQLStore(connection: connection).evaluateRound(
+            kinds: Set(AlertKind.allCases), instanceID: "test", decide: AlertRound.decide)
+    }
+
     @Test func anotherOwnerGets404ForEveryIdAndBadValuesAreRefused() async throws {
         try await OwnerAppTests.withApp(configure: { $0.alerts.maxChannelsPerOwner = 2 }) { app in
             _ = try app.sql(
@@ -70,7 +78,7 @@ import Testing
                 SELECT id, 10, 0, 0, now(), now() - interval '1 hour', now() - interval '10 minutes'
                 FROM devices WHERE code = 'kit-1' RETURNING 1
                 """)
-            _ = try AlertStoreTests.round(app.url)
+            try Self.round(app.url)
             let alerts = try await app.send("GET", "/api/v1/alerts", token: ana)
             #expect(alerts.json?["open_count"] == .number(1), "\(alerts.body)")
             let incidentID = try app.sql("SELECT id FROM alert_incidents")
@@ -115,7 +123,7 @@ import Testing
                 body: #"{"kind":"offline","outlet":"kit-1","resolve_after_seconds":0}"#)
             #expect(rule.status == 200)
             _ = try app.sql("UPDATE devices SET online = false, last_seen_at = now() WHERE code = 'kit-1' RETURNING 1")
-            _ = try AlertStoreTests.round(app.url)
+            try Self.round(app.url)
             #expect(try await anas.next { $0.name == "alerts" }?.data == #"{"open":1}"#)
             _ = try app.sql("UPDATE devices SET online = true WHERE code = 'kit-1' RETURNING 1")
             _ = try app.sql(
@@ -125,7 +133,7 @@ import Testing
                 SELECT id, 10, 0, 0, now(), now() - interval '1 minute', now() + interval '1 second'
                 FROM devices WHERE code = 'kit-1' RETURNING 1
                 """)
-            _ = try AlertStoreTests.round(app.url)
+            try Self.round(app.url)
             #expect(try await anas.next { $0.name == "alerts" }?.data == #"{"open":0}"#)
             for event in bobs.received where event.name == "alerts" { #expect(event.data == #"{"open":0}"#) }
         }

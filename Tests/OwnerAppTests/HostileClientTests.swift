@@ -2,6 +2,7 @@ import Foundation
 import OwnerApp
 import Postgres
 import Runtime
+import ServiceTestSupport
 import Storage
 import Telemetry
 import TestSupport

@@ -1,5 +1,6 @@
 import Foundation
 import OwnerApp
+import ServiceTestSupport
 import TestSupport
 import Testing
 
