@@ -349,3 +349,9 @@ Benchmarks/compaction.sh
 # gone quiet; a stack of its own, about a minute.
 echo
 Benchmarks/alerts.sh
+
+# Alerts end to end (docs/ALERTS.md): 10,000 outlets every 10 s through the broker, 100 go silent; each offline
+# alert's delivery to a webhook after its condition was met (p99 against 2 × 10 + 30 s), exactly once, and ingest's
+# rate meanwhile; a stack of its own, about 4 minutes.
+echo
+Benchmarks/alert-latency.sh
