@@ -173,6 +173,22 @@ extension OwnerAPI {
         return try Self.answer(PushKeyAnswer(key: key.publicKeyBase64URL), request, context: context)
     }
 
+    /// `PATCH /api/v1/alert-channels/{id}` `{"enabled": false}` pauses a channel (what is pending for it is dropped),
+    /// `true` resumes it; answers the channel.
+    @Sendable func setAlertChannelEnabled(_ request: Request, context: OwnerRequestContext) async throws -> Response {
+        let (scope, _) = try Self.alertScope(context)
+        let id = try Self.alertID(context, "alert channel")
+        let body = try await Self.decodeBody(
+            AlertChannelUpdateBody.self, request, context: context, expectations: ["enabled": "true or false"])
+        let channel = try await database.run { store -> AlertChannelRecord? in
+            let alerts = self.alertStore(store)
+            guard try alerts.setChannelEnabled(scope, id: id, enabled: body.enabled) else { return nil }
+            return try alerts.channels(scope).first { $0.id == id }
+        }
+        guard let channel else { throw Self.noAlert("alert channel") }
+        return try Self.answer(AlertChannelAnswer(channel), request, context: context)
+    }
+
     @Sendable func removeAlertChannel(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let (scope, _) = try Self.alertScope(context)
         let id = try Self.alertID(context, "alert channel")
@@ -186,6 +202,10 @@ extension OwnerAPI {
 
 struct SnoozeBody: Decodable {
     var seconds: Int
+}
+
+struct AlertChannelUpdateBody: Decodable {
+    var enabled: Bool
 }
 
 struct AlertRuleBody: Decodable {

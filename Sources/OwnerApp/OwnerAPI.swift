@@ -111,6 +111,7 @@ public struct OwnerAPI: Sendable {
         owner.delete("alert-rules/:id", use: removeAlertRule)
         owner.get("alert-channels", use: listAlertChannels)
         owner.post("alert-channels", use: addAlertChannel)
+        owner.patch("alert-channels/:id", use: setAlertChannelEnabled)
         owner.delete("alert-channels/:id", use: removeAlertChannel)
         owner.get("push/key", use: pushKey)
     }

@@ -87,6 +87,7 @@ import Testing
                 ("POST", "/api/v1/alerts/\(incidentID)/ack", nil),
                 ("POST", "/api/v1/alerts/\(incidentID)/snooze", #"{"seconds":60}"#),
                 ("DELETE", "/api/v1/alert-rules/\(Int(ruleID))", nil),
+                ("PATCH", "/api/v1/alert-channels/\(Int(channelID))", #"{"enabled":false}"#),
                 ("DELETE", "/api/v1/alert-channels/\(Int(channelID))", nil),
             ] as [(String, String, String?)] {
                 let answer = try await app.send(method, path, token: bob, body: body)
@@ -96,10 +97,71 @@ import Testing
             #expect(bobs.json?["open_count"] == .number(0))
             #expect(try await app.send("GET", "/api/v1/alert-rules", token: bob).body == "[]")
             #expect(try await app.send("GET", "/api/v1/alert-channels", token: bob).body == "[]")
+            #expect(try app.sql("SELECT bool_and(enabled) FROM alert_channels") == "t")
             // ana can.
             #expect(try await app.send("POST", "/api/v1/alerts/\(incidentID)/ack", token: ana).status == 204)
             #expect(try await app.send("DELETE", "/api/v1/alert-rules/\(Int(ruleID))", token: ana).status == 204)
             #expect(try app.sql("SELECT state FROM alert_incidents") == "resolved")
+        }
+    }
+
+    /// A paused channel gets no deliveries, and what was pending for it is dropped, so that resuming it sends no old
+    /// news; the body is checked like every other.
+    @Test func aPausedChannelGetsNothingAndResumingSendsNoOldNews() async throws {
+        try await OwnerAppTests.withApp { app in
+            _ = try app.sql(
+                """
+                UPDATE devices SET owner_id = (SELECT id FROM app_users WHERE name = 'ana')
+                WHERE code IN ('kit-1', 'kit-2') RETURNING 1
+                """)
+            let ana = try await app.login("ana")
+            let added = try await app.send(
+                "POST", "/api/v1/alert-channels", token: ana, body: #"{"kind":"email","target":"ana@example.com"}"#)
+            #expect(added.status == 201, "\(added.body)")
+            guard case .number(let channelID)? = added.json?["id"] else { throw HarnessError(added.body) }
+            let path = "/api/v1/alert-channels/\(Int(channelID))"
+            for code in ["kit-1", "kit-2"] {
+                let rule = try await app.send(
+                    "PUT", "/api/v1/alert-rules", token: ana, body: #"{"kind":"offline","outlet":"\#(code)"}"#)
+                #expect(rule.status == 200, "\(rule.body)")
+            }
+            // kit-1 goes quiet (an hour; readings were 13 minutes apart): its incident queues a delivery.
+            func silence(_ code: String) throws {
+                _ = try app.sql(
+                    """
+                    INSERT INTO device_power_totals (device_id, sample_count, power_sum_watts, peak_power_watts, peak_at,
+                                                     first_measured_at, last_measured_at)
+                    SELECT id, 10, 0, 0, now(), now() - interval '2 hours', now() - interval '1 hour'
+                    FROM devices WHERE code = '\(code)' RETURNING 1
+                    """)
+            }
+            try silence("kit-1")
+            try Self.round(app.url)
+            #expect(try app.sql("SELECT string_agg(status, ',') FROM alert_deliveries") == "pending")
+            for bad in [#"{"enabled":"no"}"#, "{}", #"{"enabled":null}"#, "[]"] {
+                let refused = try await app.send("PATCH", path, token: ana, body: bad)
+                #expect(refused.status == 400, "\(bad): \(refused.status) \(refused.body)")
+            }
+            #expect(try app.sql("SELECT string_agg(status, ',') FROM alert_deliveries") == "pending")
+            let paused = try await app.send("PATCH", path, token: ana, body: #"{"enabled":false}"#)
+            #expect(paused.status == 200 && paused.json?["enabled"] == .bool(false), "\(paused.body)")
+            #expect(
+                try app.sql("SELECT status || ':' || last_error FROM alert_deliveries") == "failed:channel paused")
+            // kit-2 goes quiet while the channel is paused: an incident, and nothing for the channel.
+            try silence("kit-2")
+            try Self.round(app.url)
+            #expect(try app.sql("SELECT count(*) FROM alert_incidents WHERE state = 'open'") == "2")
+            #expect(try app.sql("SELECT count(*) FROM alert_deliveries") == "1")
+            let resumed = try await app.send("PATCH", path, token: ana, body: #"{"enabled":true}"#)
+            #expect(resumed.status == 200 && resumed.json?["enabled"] == .bool(true), "\(resumed.body)")
+            try Self.round(app.url)
+            #expect(try app.sql("SELECT count(*) FROM alert_deliveries") == "1")
+            let listed = try await app.send("GET", "/api/v1/alert-channels", token: ana)
+            guard case .array(let channels)? = listed.json else { throw HarnessError(listed.body) }
+            #expect(channels.count == 1 && channels.first?["enabled"] == .bool(true), "\(listed.body)")
+            #expect(
+                try await app.send("PATCH", "/api/v1/alert-channels/999999", token: ana, body: #"{"enabled":false}"#)
+                    .status == 404)
         }
     }
 

@@ -290,7 +290,7 @@ import Yams
                 SELECT (SELECT string_agg(id || state || coalesce(acknowledged_at::text, '-')
                                           || coalesce(snoozed_until::text, '-'), ',') FROM alert_incidents)
                        || (SELECT count(*) FROM alert_rules) || (SELECT count(*) FROM alert_channels
-                                                                  WHERE app_user_id = \(anaID))
+                                                                  WHERE app_user_id = \(anaID) AND enabled)
                 """)
             let before = try app.sql(
                 "SELECT string_agg(code || name || description || coalesce(owner_id::text, '-') || coalesce(desired_state, '-'), ',' ORDER BY code) FROM devices"
@@ -330,6 +330,9 @@ import Yams
                 "DELETE /api/v1/alert-rules/{id}": ("/api/v1/alert-rules/\(Int64(alertRuleID))", nil),
                 "GET /api/v1/alert-channels": ("/api/v1/alert-channels", nil),
                 "DELETE /api/v1/alert-channels/{id}": ("/api/v1/alert-channels/\(Int64(channelID))", nil),
+                "PATCH /api/v1/alert-channels/{id}": (
+                    "/api/v1/alert-channels/\(Int64(channelID))", #"{"enabled":false}"#
+                ),
                 // A channel is always the caller's own: bob's is added, nothing of ana's is reached.
                 "POST /api/v1/alert-channels": (
                     "/api/v1/alert-channels", #"{"kind":"email","target":"bob@example.com"}"#
@@ -393,7 +396,7 @@ import Yams
                     SELECT (SELECT string_agg(id || state || coalesce(acknowledged_at::text, '-')
                                               || coalesce(snoozed_until::text, '-'), ',') FROM alert_incidents)
                            || (SELECT count(*) FROM alert_rules) || (SELECT count(*) FROM alert_channels
-                                                                      WHERE app_user_id = \(anaID))
+                                                                      WHERE app_user_id = \(anaID) AND enabled)
                     """) == alertsBefore)
             #expect(
                 try app.sql(
@@ -632,7 +635,7 @@ import Yams
             }
         }
         let registered = Self.registeredAPIRoutes()
-        #expect(registered.count == 27)
+        #expect(registered.count == 28)
         #expect(
             documented == registered,
             "only documented: \(documented.subtracting(registered)); only served: \(registered.subtracting(documented))"

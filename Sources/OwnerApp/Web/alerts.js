@@ -1,7 +1,7 @@
 // The page's alerts (docs/ALERTS.md). On the outlet list (alerts.html): the badge follows the live stream's `alerts`
 // event (the open count), and the list is read (GET /api/v1/alerts) when the screen opens and when the count
 // changes; an open incident is acknowledged or snoozed; the owner's channels are listed, added (email, webhook, this
-// browser by Web Push through sw.js) and removed. On the detail (alert-rules.html): the outlet's rules, set by kind
+// browser by Web Push through sw.js), paused, resumed and removed. On the detail (alert-rules.html): the outlet's rules, set by kind
 // and removed. Included in app.js's closure: `$`, `api`, `t`, `language` and `state` are app.js's. Everything the
 // server says is set as text, never as HTML.
 var alertTexts = {
@@ -15,6 +15,7 @@ var alertTexts = {
     channelEmail: "Email", channelWebhook: "Webhook", channelEmailAddress: "Email address",
     channelWebhookURL: "Webhook URL (HTTPS)", channelLanguage: "Language", addChannel: "Add",
     channelKinds: { email: "email", webhook: "webhook", webpush: "browser" }, failing: "failing",
+    channelPause: "Pause", channelResume: "Resume", channelPaused: "paused",
     webhookSecret: "The webhook's signing secret (Standard Webhooks), shown only now: ",
     notifyBrowser: "Notify this browser", pushUnsupported: "This browser cannot receive notifications.",
     pushOff: "Notifications to browsers are not set up on this server.", pushAsking: "Subscribing…",
@@ -38,6 +39,7 @@ var alertTexts = {
     channelEmail: "E-mail", channelWebhook: "Webhook", channelEmailAddress: "Endereço de e-mail",
     channelWebhookURL: "URL do webhook (HTTPS)", channelLanguage: "Idioma", addChannel: "Adicionar",
     channelKinds: { email: "e-mail", webhook: "webhook", webpush: "navegador" }, failing: "com falha",
+    channelPause: "Pausar", channelResume: "Retomar", channelPaused: "pausado",
     webhookSecret: "O segredo de assinatura do webhook (Standard Webhooks), mostrado só agora: ",
     notifyBrowser: "Notificar este navegador", pushUnsupported: "Este navegador não recebe notificações.",
     pushOff: "As notificações para navegadores não estão configuradas neste servidor.", pushAsking: "Assinando…",
@@ -154,9 +156,11 @@ function loadAlertChannels() {
       text.className = "channel-text";
       text.textContent = (t.channelKinds[channel.kind] || channel.kind) + ": "
         + (channel.kind === "webpush" ? hostOf(channel.target) : channel.target) + " · " + channel.language
+        + (channel.enabled ? "" : " · " + t.channelPaused)
         + (channel.failing ? " · " + t.failing + (channel.last_error ? " (" + channel.last_error + ")" : "") : "");
       if (channel.failing) item.className = "open";
       item.appendChild(text);
+      item.appendChild(pauseButton(channel));
       item.appendChild(removeButton("channel-remove", "/alert-channels/" + channel.id, loadAlertChannels,
                                     "alert-channel-error"));
       list.appendChild(item);
@@ -164,6 +168,24 @@ function loadAlertChannels() {
   }).catch(function (error) {
     if (error.status !== 401) $("alert-channel-error").textContent = t.failed + error.message;
   });
+}
+
+// Pauses a channel (what is pending for it is dropped) or resumes it.
+function pauseButton(channel) {
+  var button = document.createElement("button");
+  button.type = "button";
+  button.className = channel.enabled ? "channel-pause" : "channel-resume";
+  button.textContent = channel.enabled ? t.channelPause : t.channelResume;
+  button.addEventListener("click", function () {
+    button.disabled = true;
+    $("alert-channel-error").textContent = "";
+    api("PATCH", "/alert-channels/" + channel.id, { enabled: !channel.enabled }).then(loadAlertChannels)
+      .catch(function (error) {
+        button.disabled = false;
+        $("alert-channel-error").textContent = t.failed + error.message;
+      });
+  });
+  return button;
 }
 
 function hostOf(url) {

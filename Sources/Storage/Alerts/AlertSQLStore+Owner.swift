@@ -293,6 +293,25 @@ extension AlertSQLStore {
         return result.rowCount == 1
     }
 
+    /// Pauses (`enabled` false) or resumes channel `id`. A paused channel gets no deliveries: those pending when it is
+    /// paused are dropped (failed, "channel paused"), so that resuming it does not send old news. False when not in
+    /// the scope.
+    public func setChannelEnabled(_ scope: AlertScope, id: Int64, enabled: Bool) throws -> Bool {
+        let result = try connection.execute(
+            """
+            WITH c AS (
+                UPDATE alert_channels SET enabled = $3
+                WHERE id = $1 AND removed_at IS NULL AND app_user_id IS NOT DISTINCT FROM $2 RETURNING id
+            ), d AS (
+                UPDATE alert_deliveries x SET status = 'failed', last_error = 'channel paused',
+                       finished_at = clock_timestamp()
+                FROM c WHERE x.channel_id = c.id AND x.status = 'pending' AND NOT $3
+            )
+            SELECT id FROM c
+            """, [id, Self.ownerID(scope), enabled])
+        return result.rowCount == 1
+    }
+
     /// The owner's id by name (the CLI's `--owner`).
     public func ownerID(name: String) throws -> Int64? {
         let result = try connection.execute("SELECT id FROM app_users WHERE name = $1", [name])
