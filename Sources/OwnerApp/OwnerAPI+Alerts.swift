@@ -8,8 +8,8 @@ import Storage
 import Telemetry
 
 /// An owner's alerts (docs/ALERTS.md): their incidents (acknowledge, snooze), their rules and their channels, through
-/// Storage's ``AlertSQLStore`` in the owner's scope, so that another owner's id is the same 404 as one that does not
-/// exist. Bodies are `Codable`; a bad value is a 400 saying which and why, a limit reached a 409.
+/// the feature's entry point ``AlertBook`` in the owner's scope, so that another owner's id is the same 404 as one
+/// that does not exist. Bodies are `Codable`; a bad value is a 400 saying which and why, a limit reached a 409.
 extension OwnerAPI {
     static func noAlert(_ what: String) -> HTTPError { HTTPError(.notFound, message: "no such \(what)") }
 
@@ -18,8 +18,20 @@ extension OwnerAPI {
         return (.owner(session.userID), session.userName)
     }
 
-    func alertStore(_ store: OwnerStore) -> AlertSQLStore {
-        AlertSQLStore(connection: store.connection, maxMessagesPerHour: settings.alerts.maxMessagesPerHour)
+    /// Runs `body` with the owner's ``AlertBook`` on a database connection; its refusals become 400, 404 and 409.
+    func alerts<T: Sendable>(_ body: @escaping @Sendable (AlertBook<AlertSQLStore>) throws -> T) async throws -> T {
+        let maxMessages = settings.alerts.maxMessagesPerHour
+        do {
+            return try await database.run { store in
+                try body(AlertBook(AlertSQLStore(connection: store.connection, maxMessagesPerHour: maxMessages)))
+            }
+        } catch let error as AlertBookError {
+            switch error {
+            case .invalid(let reason): throw HTTPError(.badRequest, message: reason)
+            case .notFound(let what): throw Self.noAlert(what)
+            case .refused(let refusal): throw HTTPError(.conflict, message: refusal.description)
+            }
+        }
     }
 
     /// The path's `{id}`; anything but a positive integer is a 404 like an unknown id.
@@ -31,23 +43,13 @@ extension OwnerAPI {
         return id
     }
 
-    static func refusal(_ refusal: AlertStoreRefusal) -> HTTPError {
-        switch refusal {
-        case .noSuchOutlet: HTTPError(.notFound, message: "no such outlet")
-        case .tooMany, .duplicateChannel: HTTPError(.conflict, message: refusal.description)
-        }
-    }
-
     // MARK: Incidents
 
     /// `GET /api/v1/alerts`: the open count (the page's badge) and the newest incidents (`?open=true`: open only).
     @Sendable func listAlerts(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let (scope, _) = try Self.alertScope(context)
         let openOnly = request.uri.queryParameters["open"] == "true"
-        let (count, incidents) = try await database.run { store in
-            let alerts = self.alertStore(store)
-            return (try alerts.openIncidentCount(scope), try alerts.incidents(scope, openOnly: openOnly, limit: 100))
-        }
+        let (count, incidents) = try await alerts { try $0.incidents(in: scope, openOnly: openOnly, limit: 100) }
         return try Self.answer(
             AlertListAnswer(openCount: count, incidents: incidents.map(AlertIncidentAnswer.init)), request,
             context: context)
@@ -57,8 +59,7 @@ extension OwnerAPI {
     @Sendable func acknowledgeAlert(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let (scope, name) = try Self.alertScope(context)
         let id = try Self.alertID(context, "alert")
-        guard try await database.run({ try self.alertStore($0).acknowledge(scope, id: id, by: "owner:\(name)") })
-        else { throw Self.noAlert("alert") }
+        try await alerts { try $0.acknowledge(id, in: scope, by: "owner:\(name)") }
         return Response(status: .noContent)
     }
 
@@ -68,13 +69,7 @@ extension OwnerAPI {
         let id = try Self.alertID(context, "alert")
         let body = try await Self.decodeBody(
             SnoozeBody.self, request, context: context, expectations: ["seconds": "a whole number of seconds"])
-        guard (0...604_800).contains(body.seconds) else {
-            throw HTTPError(.badRequest, message: "seconds: must be within 0…604800")
-        }
-        let until = body.seconds == 0 ? nil : Date().addingTimeInterval(Double(body.seconds))
-        guard
-            try await database.run({ try self.alertStore($0).snooze(scope, id: id, until: until, by: "owner:\(name)") })
-        else { throw Self.noAlert("alert") }
+        try await alerts { try $0.snooze(id, seconds: body.seconds, in: scope, by: "owner:\(name)") }
         return Response(status: .noContent)
     }
 
@@ -82,7 +77,7 @@ extension OwnerAPI {
 
     @Sendable func listAlertRules(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let (scope, _) = try Self.alertScope(context)
-        let rules = try await database.run { try self.alertStore($0).rules(scope) }
+        let rules = try await alerts { try $0.rules(in: scope) }
         return try Self.answer(rules.map(AlertRuleAnswer.init), request, context: context)
     }
 
@@ -92,36 +87,22 @@ extension OwnerAPI {
         let (scope, name) = try Self.alertScope(context)
         let body = try await Self.decodeBody(
             AlertRuleBody.self, request, context: context, expectations: AlertRuleBody.expectations)
-        guard let kind = AlertKind(rawValue: body.kind) else {
-            throw HTTPError(
-                .badRequest,
-                message: "kind: expected one of \(AlertKind.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        if let outlet = body.outlet, !DeviceCode.isValid(outlet) {
+        if let outlet = body.outlet, !DeviceCode.isValid(outlet), AlertKind(rawValue: body.kind) != nil {
             throw HTTPError(.notFound, message: "no such outlet")
         }
-        let rule: AlertRule
-        do {
-            rule = try AlertRule.validated(kind: kind, parameters: body.parameters, wholeFleet: body.outlet == nil)
-        } catch {
-            throw HTTPError(.badRequest, message: error.description)
-        }
         let maxRules = settings.alerts.maxRulesPerOwner
-        let result = try await database.run { store in
-            try self.alertStore(store).setRule(
-                scope, code: body.outlet, rule: rule, createdBy: "owner:\(name)", maxRules: maxRules)
+        let record = try await alerts {
+            try $0.setRule(
+                kind: body.kind, parameters: body.parameters, outlet: body.outlet, in: scope, by: "owner:\(name)",
+                maxRules: maxRules)
         }
-        switch result {
-        case .success(let record): return try Self.answer(AlertRuleAnswer(record), request, context: context)
-        case .failure(let refusal): throw Self.refusal(refusal)
-        }
+        return try Self.answer(AlertRuleAnswer(record), request, context: context)
     }
 
     @Sendable func removeAlertRule(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let (scope, _) = try Self.alertScope(context)
         let id = try Self.alertID(context, "alert rule")
-        guard try await database.run({ try self.alertStore($0).removeRule(scope, id: id) })
-        else { throw Self.noAlert("alert rule") }
+        try await alerts { try $0.removeRule(id, in: scope) }
         return Response(status: .noContent)
     }
 
@@ -129,7 +110,7 @@ extension OwnerAPI {
 
     @Sendable func listAlertChannels(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let (scope, _) = try Self.alertScope(context)
-        let channels = try await database.run { try self.alertStore($0).channels(scope) }
+        let channels = try await alerts { try $0.channels(in: scope) }
         return try Self.answer(channels.map(AlertChannelAnswer.init), request, context: context)
     }
 
@@ -151,14 +132,8 @@ extension OwnerAPI {
             }
         }
         let maxChannels = settings.alerts.maxChannelsPerOwner
-        let result = try await database.run {
-            try self.alertStore($0).addChannel(scope, spec, maxChannels: maxChannels)
-        }
-        switch result {
-        case .success(let record):
-            return try Self.answer(AlertChannelAnswer(record), status: .created, request, context: context)
-        case .failure(let refusal): throw Self.refusal(refusal)
-        }
+        let record = try await alerts { try $0.addChannel(spec, in: scope, maxChannels: maxChannels) }
+        return try Self.answer(AlertChannelAnswer(record), status: .created, request, context: context)
     }
 
     /// `GET /api/v1/push/key`: `{"key": "<base64url>"}`, the VAPID public key (RFC 8292) a browser subscribes with
@@ -180,20 +155,14 @@ extension OwnerAPI {
         let id = try Self.alertID(context, "alert channel")
         let body = try await Self.decodeBody(
             AlertChannelUpdateBody.self, request, context: context, expectations: ["enabled": "true or false"])
-        let channel = try await database.run { store -> AlertChannelRecord? in
-            let alerts = self.alertStore(store)
-            guard try alerts.setChannelEnabled(scope, id: id, enabled: body.enabled) else { return nil }
-            return try alerts.channels(scope).first { $0.id == id }
-        }
-        guard let channel else { throw Self.noAlert("alert channel") }
+        let channel = try await alerts { try $0.setChannelEnabled(id, body.enabled, in: scope) }
         return try Self.answer(AlertChannelAnswer(channel), request, context: context)
     }
 
     @Sendable func removeAlertChannel(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let (scope, _) = try Self.alertScope(context)
         let id = try Self.alertID(context, "alert channel")
-        guard try await database.run({ try self.alertStore($0).removeChannel(scope, id: id) })
-        else { throw Self.noAlert("alert channel") }
+        try await alerts { try $0.removeChannel(id, in: scope) }
         return Response(status: .noContent)
     }
 }

@@ -15,6 +15,11 @@ struct AlertCommand: ParsableCommand {
 
     static var operatorName: String { "operator:\(ProcessInfo.processInfo.environment["USER"] ?? "cli")" }
 
+    /// Runs `body` with the feature's entry point on the configured database (its refusals are printed as errors).
+    static func withBook<T>(_ options: GlobalOptions, _ body: (AlertBook<AlertSQLStore>) throws -> T) throws -> T {
+        try options.withDatabase { try body(AlertBook(AlertSQLStore(connection: $0))) }
+    }
+
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Set the rule of a kind on an outlet (or on all of --owner's outlets); prints its id.")
@@ -31,39 +36,26 @@ struct AlertCommand: ParsableCommand {
         @Option(help: "Seconds the condition must stay clear before the incident resolves.") var resolveAfter: Int?
 
         func run() throws {
-            guard let kind = AlertKind(rawValue: kind) else {
-                throw ValidationError(
-                    "kind: expected one of \(AlertKind.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
             if let watts, !watts.isFinite { throw ValidationError("--watts: expected a number of watts") }
-            let rule: AlertRule
-            do {
-                rule = try AlertRule.validated(
-                    kind: kind,
-                    parameters: AlertParameters(
-                        afterSeconds: after, forSeconds: forSeconds, watts: watts, amount: amount,
-                        resolveAfterSeconds: resolveAfter),
-                    wholeFleet: code == nil)
-            } catch { throw ValidationError(error.description) }
-            let (code, owner, operatorRule) = (code, owner, operatorRule)
-            let result = try options.withDatabase { connection -> Result<AlertRuleRecord, AlertStoreRefusal> in
-                let store = AlertSQLStore(connection: connection)
+            let parameters = AlertParameters(
+                afterSeconds: after, forSeconds: forSeconds, watts: watts, amount: amount,
+                resolveAfterSeconds: resolveAfter)
+            let (kind, code, owner, operatorRule) = (kind, code, owner, operatorRule)
+            let record = try AlertCommand.withBook(options) { book in
                 var scope = AlertScope.operatorWide
                 if let owner {
-                    guard let id = try store.ownerID(name: owner) else { throw ValidationError("no owner \(owner)") }
+                    guard let id = try book.store.ownerID(name: owner) else {
+                        throw ValidationError("no owner \(owner)")
+                    }
                     scope = .owner(id)
                 } else if code == nil {
                     throw ValidationError("name an outlet, or --owner for all of an owner's outlets")
                 }
-                return try store.setRule(
-                    scope, code: code, rule: rule, createdBy: AlertCommand.operatorName, operatorRule: operatorRule,
-                    maxRules: 10_000)
+                return try book.setRule(
+                    kind: kind, parameters: parameters, outlet: code, in: scope, by: AlertCommand.operatorName,
+                    operatorRule: operatorRule, maxRules: 10_000)
             }
-            switch result {
-            case .success(let record):
-                print("alert rule \(record.id): \(record.kind.rawValue) on \(record.outlet ?? "all outlets")")
-            case .failure(let refusal): throw ValidationError(refusal.description)
-            }
+            print("alert rule \(record.id): \(record.kind.rawValue) on \(record.outlet ?? "all outlets")")
         }
     }
 
@@ -72,9 +64,8 @@ struct AlertCommand: ParsableCommand {
         @OptionGroup var options: GlobalOptions
 
         func run() throws {
-            let (rules, incidents) = try options.withDatabase { connection in
-                let store = AlertSQLStore(connection: connection)
-                return (try store.rules(.operatorWide), try store.incidents(.operatorWide, openOnly: true))
+            let (rules, incidents) = try AlertCommand.withBook(options) { book in
+                (try book.rules(in: .operatorWide), try book.incidents(in: .operatorWide, openOnly: true).incidents)
             }
             print(
                 TextTable.render(
@@ -113,8 +104,8 @@ struct AlertCommand: ParsableCommand {
 
         func run() throws {
             let (incident, limit) = (incident, limit)
-            let lines = try options.withDatabase {
-                try AlertSQLStore(connection: $0).history(.operatorWide, incidentID: incident, limit: limit)
+            let lines = try AlertCommand.withBook(options) {
+                try $0.history(in: .operatorWide, incidentID: incident, limit: limit)
             }
             print(
                 TextTable.render(
@@ -135,12 +126,9 @@ struct AlertCommand: ParsableCommand {
 
         func run() throws {
             let incident = incident
-            guard
-                try options.withDatabase({
-                    try AlertSQLStore(connection: $0).acknowledge(
-                        .operatorWide, id: incident, by: AlertCommand.operatorName)
-                })
-            else { throw ValidationError("no incident \(incident)") }
+            try AlertCommand.withBook(options) {
+                try $0.acknowledge(incident, in: .operatorWide, by: AlertCommand.operatorName)
+            }
             print("incident \(incident) acknowledged")
         }
     }
@@ -152,8 +140,7 @@ struct AlertCommand: ParsableCommand {
 
         func run() throws {
             let rule = rule
-            guard try options.withDatabase({ try AlertSQLStore(connection: $0).removeRule(.operatorWide, id: rule) })
-            else { throw ValidationError("no rule \(rule)") }
+            try AlertCommand.withBook(options) { try $0.removeRule(rule, in: .operatorWide) }
             print("alert rule \(rule) removed")
         }
     }

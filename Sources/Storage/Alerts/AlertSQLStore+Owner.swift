@@ -5,7 +5,7 @@ import Postgres
 /// Rules, incidents and channels as owners (through the app) and operators (through the CLI) see and change them.
 /// Every statement of an owner's scope is keyed by the owner's id, so another owner's rule, incident or channel
 /// is simply not found (the API answers 404).
-extension AlertSQLStore {
+extension AlertSQLStore: AlertBookStore {
     /// `$n` is the scope's owner id (NULL: the operator, who sees everything).
     static func scoped(_ column: String, _ parameter: Int) -> String {
         "($\(parameter)::bigint IS NULL OR \(column) = $\(parameter))"
