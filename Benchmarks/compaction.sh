@@ -48,11 +48,12 @@ day=$(date -u -d '3 days ago' +%F)
 month_start=$(date -u -d "$day - 29 days" +%F)
 hz=$(getconf CLK_TCK)
 
-# mix_rows FIRST_DAY DAYS PREFIX: the readings of PREFIX-outlets for DAYS days from FIRST_DAY, as the SQL of
-# outletd_compact_sample's arguments (device, measured, received, device time, V, A, W, PF, Wh, seq).
+# mix_rows FIRST_DAY FIRST_SLOT LAST_SLOT PREFIX: the readings of PREFIX-outlets in the 10 s slots FIRST_SLOT to
+# LAST_SLOT from FIRST_DAY, as the SQL of outletd_compact_sample's arguments (device, measured, received, device
+# time, V, A, W, PF, Wh, seq).
 mix_rows() {
     echo "SELECT d.id, m, rc, dt, v, a, p, pf, e, q FROM devices d
-          CROSS JOIN generate_series(0, $2 * 8640 - 1) s
+          CROSS JOIN generate_series($2, $3) s
           CROSS JOIN LATERAL (SELECT d.id % 6 AS shape, hashint8(d.id::bigint * 100000000 + s) AS h,
                                      (hashint8(d.id::bigint * 100000000 + s / 360) % 3 <> 0) AS on_) k
           CROSS JOIN LATERAL (SELECT timestamptz '$1' + s * interval '10 s' AS t,
@@ -81,21 +82,45 @@ mix_rows() {
                                 WHEN 2 THEN round(energy * 60) / 60 WHEN 3 THEN round(energy::numeric, 3)::float8
                                 WHEN 4 THEN round((energy / 1000)::numeric, 2)::float8 * 1000 END AS e,
                      CASE shape WHEN 0 THEN s END::bigint AS q) r
-          WHERE d.code LIKE '$3-%' AND NOT (shape = 2 AND s % 1000 < 30)"
+          WHERE d.code LIKE '$4-%' AND NOT (shape = 2 AND s % 1000 < 30)"
 }
 
-# store_mix FIRST_DAY DAYS PREFIX N: N outlets' days stored in row form, by time then outlet as the writer stores them.
+# store_mix FIRST_DAY DAYS PREFIX N SLOTS: N outlets' days stored in row form, by time then outlet as the writer stores
+# them, SLOTS 10 s slots (of all N outlets) a statement, so that each statement's sort stays in memory.
 store_mix() {
+    local first last=$(( $2 * 8640 - 1 ))
     sql "INSERT INTO devices (code, name) SELECT '$3-' || i, 'compaction bench' FROM generate_series(1, $4) i"
     sql "SELECT outletd_ensure_sample_partitions(ARRAY(SELECT (date '$1' - date '1970-01-01') + generate_series(0, $2 - 1)))" \
         >/dev/null
-    sql "INSERT INTO samples_stored SELECT c.* FROM ($(mix_rows "$1" "$2" "$3")) r (d, m, rc, dt, v, a, p, pf, e, q),
+    for ((first = 0; first <= last; first += $5)); do
+        sql "SET work_mem = '1GB';
+             INSERT INTO samples_stored SELECT c.* FROM ($(mix_rows "$1" "$first" "$(( first + $5 - 1 < last ? first + $5 - 1 : last ))" "$3"))
+                 r (d, m, rc, dt, v, a, p, pf, e, q),
              LATERAL outletd_compact_sample(d, m, rc, dt, v, a, p, pf, e, q) c ORDER BY c.measured_at, c.device_id"
+        [ "$first" = 0 ] || [ $(( first / $5 % 6 )) != 0 ] || echo "   $3: $(( first * 100 / (last + 1) )) % stored" >&2
+    done
+}
+
+# digests: per outlet and UTC day of the bench's outlets, how many readings and an md5 of every column's exact bytes
+# (float8send), in order of time, read through `samples` one outlet-day at a time: compares both forms bit for bit
+# without holding a copy of the day.
+digests() {
+    echo "SELECT d.id, g.day, x.n, x.h FROM devices d
+          CROSS JOIN LATERAL generate_series(CASE WHEN d.code LIKE 'mix-%' THEN date '$day' ELSE date '$month_start' END,
+                                             date '$day', interval '1 day') g (day)
+          CROSS JOIN LATERAL (
+              SELECT count(*) AS n,
+                     md5(string_agg(ROW(measured_at, received_at, device_time, float8send(voltage_volts),
+                                        float8send(current_amperes), float8send(power_watts), float8send(power_factor),
+                                        float8send(energy_wh), seq)::text, ',' ORDER BY measured_at)) AS h
+              FROM samples s
+              WHERE s.device_id = d.id AND s.measured_at >= g.day AND s.measured_at < g.day + interval '1 day') x
+          WHERE (d.code LIKE 'mix-%' OR d.code LIKE 'mon-%') AND x.n > 0"
 }
 
 echo "== a settled day ($day) of $outlets outlets and a month of $month_outlets, in row form" >&2
-store_mix "$day" 1 mix "$outlets"
-store_mix "$month_start" 30 mon "$month_outlets"
+store_mix "$day" 1 mix "$outlets" 360
+store_mix "$month_start" 30 mon "$month_outlets" $(( 30 * 8640 ))
 # As the maintenance pass leaves a settled day: analysed, its index packed.
 psql "$db" -X -q -c "VACUUM ANALYZE samples_stored" >/dev/null
 for index in $(sql "SELECT i.indexrelid::regclass FROM pg_partition_tree('samples_stored') t JOIN pg_index i ON i.indrelid = t.relid
@@ -106,9 +131,8 @@ partition=samples_p${day//-/}
 day_readings=$(sql "SELECT count(*) FROM $partition WHERE device_id IN (SELECT id FROM devices WHERE code LIKE 'mix-%')")
 row_bytes=$(sql "SELECT round(pg_total_relation_size('$partition')::numeric * $day_readings
                             / (SELECT count(*) FROM $partition) / $day_readings, 1)")
-sql "CREATE TABLE bench_before AS SELECT device_id, measured_at, received_at, device_time, float8send(voltage_volts) v,
-            float8send(current_amperes) a, float8send(power_watts) p, float8send(power_factor) pf, float8send(energy_wh) e, seq
-     FROM samples"
+echo "== digests of every outlet-day in row form" >&2
+sql "SET TimeZone = 'UTC'; CREATE TABLE bench_before AS $(digests)"
 
 one_day="SELECT count(*), sum(power_watts) FROM samples WHERE device_id = (SELECT id FROM devices WHERE code = 'mix-1')
          AND measured_at >= '$day' AND measured_at < date '$day' + 1"
@@ -191,14 +215,11 @@ for offset in $(seq 0 29); do
     "$daemon" storage compact "$(date -u -d "$month_start + $offset days" +%F)" >>"$dir/compact.log" 2>&1 \
         || { tail -n 5 "$dir/compact.log" >&2; echo "compaction: outletd storage compact failed" >&2; exit 1; }
 done
-differing=$(sql "SELECT count(*) FROM ((SELECT * FROM bench_before EXCEPT ALL
-                     SELECT device_id, measured_at, received_at, device_time, float8send(voltage_volts), float8send(current_amperes),
-                            float8send(power_watts), float8send(power_factor), float8send(energy_wh), seq FROM samples
-                     WHERE measured_at < date '$day' + 1)
-                 UNION ALL (SELECT device_id, measured_at, received_at, device_time, float8send(voltage_volts),
-                            float8send(current_amperes), float8send(power_watts), float8send(power_factor), float8send(energy_wh), seq
-                     FROM samples WHERE measured_at < date '$day' + 1 EXCEPT ALL SELECT * FROM bench_before)) d")
-[ "$differing" = 0 ] || { echo "compaction: $differing readings differ after compaction" >&2; exit 1; }
+echo "== digests of every outlet-day in compact form" >&2
+sql "SET TimeZone = 'UTC'; CREATE TABLE bench_after AS $(digests)"
+differing=$(sql "SELECT count(*) FROM ((TABLE bench_before EXCEPT ALL TABLE bench_after)
+                                      UNION ALL (TABLE bench_after EXCEPT ALL TABLE bench_before)) d")
+[ "$differing" = 0 ] || { echo "compaction: $differing outlet-days differ after compaction" >&2; exit 1; }
 left=$(sql "SELECT count(*) FROM samples_rows WHERE measured_at < date '$day' + 1")
 [ "$left" = 0 ] || { echo "compaction: $left readings left in row form" >&2; exit 1; }
 
