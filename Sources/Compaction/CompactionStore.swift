@@ -2,17 +2,21 @@ import Foundation
 import Postgres
 import Runtime
 
-/// The SQL of compaction (sql/0026_compact_days.sql holds the schema): which days are due, one day compacted chunk
-/// by chunk of outlets, one day expanded, and what each day holds. Blocking (libpq): a ``DatabaseWorker``'s thread
-/// or the CLI runs it.
+/// The SQL of compaction (sql/0026_compact_days.sql and sql/0032_compaction_pass.sql hold the schema): which days
+/// are due, one day compacted chunk by chunk of outlets, one day expanded, and what each day holds. Blocking (libpq):
+/// a ``DatabaseWorker``'s thread or the CLI runs it.
 ///
-/// A day is compacted in chunks of outlets, each in one transaction that locks the day's partition against
-/// writes (SHARE: a late reading of that day waits for the chunk; readers do not), reads the chunk's readings in
-/// both forms, writes one `samples_compact` row per outlet and deletes the rows it packed. A crash or `kill -9`
-/// at any point leaves every outlet either wholly in one form or wholly in the other: `samples` reads both. The
-/// partition's guard trigger, installed before the first chunk, refuses a reading already packed, so a
-/// retransmission arriving after its chunk is still a duplicate. Instances take a session advisory lock per day
-/// (``AdvisoryLock/compaction``), so no two compact the same day at once.
+/// A pass never deletes from the day's partition row by row: in a day written as ingest writes it, a chunk's outlets
+/// have readings on a large share of its pages, and the full-page images of the pages a delete dirties go into the
+/// WAL that ingest's commits wait for. Each chunk of outlets, in one transaction that locks the partition against
+/// writes (SHARE: a late reading of that day waits for the chunk; readers do not), reads the chunk's readings and
+/// writes one *pending* `samples_compact` row per outlet, which no reader reads. The pass ends in one transaction
+/// (``finish(day:table:)``) that makes them visible and truncates the partition, keeping the readings no pending row
+/// holds. A reading that reaches a pending outlet-day meanwhile marks its row touched (the partition's guard
+/// trigger); the end packs that outlet again. A crash or `kill -9` at any point leaves every reading readable once:
+/// pending rows are not read, and the next pass goes on from them. The guard also refuses a reading already in a
+/// visible compact row, so a retransmission after the pass is still a duplicate. Instances take a session advisory
+/// lock per day (``AdvisoryLock/compaction``), so no two compact the same day at once.
 public struct CompactionStore {
     let connection: PostgresConnection
 
@@ -90,64 +94,100 @@ public struct CompactionStore {
                 if chunk.readings > 0 { pause(Date().timeIntervalSince(chunkStarted)) }
             }
         }
+        let finished = try finish(day: day, table: table)
+        outcome.outlets += finished.outlets
+        outcome.readings += finished.readings
+        outcome.leftInRows += finished.leftInRows
         outcome.seconds = Date().timeIntervalSince(started)
         try connection.execute(
             """
             INSERT INTO compacted_days (day, compacted_at, readings, outlets, seconds)
-            SELECT $1::date, now(), coalesce(sum(readings), 0), count(*), $2 FROM samples_compact WHERE day = $1::date
+            SELECT $1::date, now(), coalesce(sum(readings), 0), count(*), $2 FROM samples_compact
+            WHERE day = $1::date AND NOT pending
             ON CONFLICT (day) DO UPDATE
             SET compacted_at = excluded.compacted_at, readings = excluded.readings, outlets = excluded.outlets,
                 seconds = excluded.seconds
             """, [day, outcome.seconds])
-        // The rows packed are dead tuples: VACUUM gives their pages back (the file shrinks to what late readings
-        // left), and a rebuilt index is as small as the rows left (VACUUM keeps an index's pages for reuse).
+        // What late readings of outlet-days compacted before left behind (their rows deleted when folded in).
         try connection.execute("VACUUM \(table)")
-        try connection.execute("REINDEX TABLE \(table)")
         return outcome
     }
 
     /// One chunk of outlets, [from, to), in one transaction.
     private func compactChunk(day: String, table: String, from: Int64, to: Int64) throws -> Outcome {
         try connection.transaction {
-            var outcome = Outcome(day: day)
             try connection.execute("LOCK TABLE \(table) IN SHARE MODE")
-            let pending = try connection.execute(
-                "SELECT EXISTS (SELECT 1 FROM \(table) WHERE device_id >= $1 AND device_id < $2)", [from, to])
-            guard try pending.bool(row: 0, column: 0) == true else { return outcome }
-            let rows = try connection.execute(Self.readChunk, [day, from, to])
-            var blocks: [(device: Int64, day: CompactDay)] = []
-            var readings: [CompactReading] = []
-            var device: Int64?
-            func flush() {
-                guard let current = device else { return }
-                if let packed = CompactDay(readings) {
-                    blocks.append((current, packed))
-                    outcome.readings += readings.count
-                } else {
-                    outcome.leftInRows += 1
-                }
-                readings.removeAll(keepingCapacity: true)
-            }
-            for row in 0..<rows.rowCount {
-                let id = try rows.int64(row: row, column: 0) ?? 0
-                if id != device {
-                    flush()
-                    device = id
-                }
-                readings.append(try Self.reading(rows, row))
-            }
-            flush()
-            outcome.outlets = blocks.count
-            guard !blocks.isEmpty else { return outcome }
-            let devices = blocks.map { Int32(clamping: $0.device) }
-            try connection.execute(
-                "DELETE FROM samples_compact WHERE day = $1::date AND device_id = ANY ($2::integer[])", [day, devices])
-            var text = ""
-            for block in blocks { text += Self.copyLine(device: block.device, day: day, block.day) }
-            _ = try connection.copyIn(Self.copyBlocks, data: Array(text.utf8))
-            try connection.execute("DELETE FROM \(table) WHERE device_id = ANY ($1::integer[])", [devices])
-            return outcome
+            return try pack(day: day, table: table, from: from, to: to)
         }
+    }
+
+    /// Packs the outlets in [from, to) that have readings in row form and no pending row (a pass cut short left
+    /// those): an outlet-day compacted before gets its visible row again, with the late readings folded in and
+    /// deleted from the partition (they are few); any other gets a pending row. In the caller's transaction, with the
+    /// partition locked against writes.
+    func pack(day: String, table: String, from: Int64, to: Int64) throws -> Outcome {
+        var outcome = Outcome(day: day)
+        let compacted = try connection.execute(
+            """
+            SELECT device_id, pending FROM samples_compact
+            WHERE day = $1::date AND device_id >= $2 AND device_id < $3
+            """, [day, from, to])
+        var pendingIDs: [Int32] = []
+        var visible = Set<Int64>()
+        for row in 0..<compacted.rowCount {
+            let id = try compacted.int64(row: row, column: 0) ?? 0
+            if try compacted.bool(row: row, column: 1) == true {
+                pendingIDs.append(Int32(clamping: id))
+            } else {
+                visible.insert(id)
+            }
+        }
+        let rowForm = try connection.execute(
+            """
+            SELECT EXISTS (SELECT 1 FROM \(table)
+                           WHERE device_id >= $1 AND device_id < $2 AND device_id <> ALL ($3::integer[]))
+            """, [from, to, pendingIDs])
+        guard try rowForm.bool(row: 0, column: 0) == true else { return outcome }
+        let rows = try connection.execute(Self.readChunk, [day, from, to, pendingIDs])
+        var blocks: [(device: Int64, day: CompactDay)] = []
+        var readings: [CompactReading] = []
+        var device: Int64?
+        func flush() {
+            guard let current = device else { return }
+            if let packed = CompactDay(readings) {
+                blocks.append((current, packed))
+                outcome.readings += readings.count
+            } else {
+                outcome.leftInRows += 1
+            }
+            readings.removeAll(keepingCapacity: true)
+        }
+        for row in 0..<rows.rowCount {
+            let id = try rows.int64(row: row, column: 0) ?? 0
+            if id != device {
+                flush()
+                device = id
+            }
+            readings.append(try Self.reading(rows, row))
+        }
+        flush()
+        outcome.outlets = blocks.count
+        guard !blocks.isEmpty else { return outcome }
+        let folded = blocks.filter { visible.contains($0.device) }.map { Int32(clamping: $0.device) }
+        if !folded.isEmpty {
+            try connection.execute(
+                "DELETE FROM samples_compact WHERE day = $1::date AND device_id = ANY ($2::integer[])", [day, folded])
+        }
+        var text = ""
+        for block in blocks {
+            text += Self.copyLine(
+                device: block.device, day: day, block.day, pending: !visible.contains(block.device))
+        }
+        _ = try connection.copyIn(Self.copyBlocks, data: Array(text.utf8))
+        if !folded.isEmpty {
+            try connection.execute("DELETE FROM \(table) WHERE device_id = ANY ($1::integer[])", [folded])
+        }
+        return outcome
     }
 
     /// Takes `day` back to row form (all its outlets); returns how many readings.
@@ -176,9 +216,12 @@ public struct CompactionStore {
         public var compactReadings: Int64
         public var compactBytes: Int64
         public var compactedAt: Date?
+        /// Readings packed by a pass not finished (still read from the row form, counted in rowReadings).
+        public var pendingReadings: Int64 = 0
 
         public var form: String {
             switch (compactReadings > 0, rowReadings > 0) {
+            case _ where pendingReadings > 0: "compacting"
             case (true, true): "compact+rows"
             case (true, false): "compact"
             case (false, _): "rows"
@@ -187,12 +230,13 @@ public struct CompactionStore {
     }
 
     /// Every day with a partition, oldest first. Compact bytes are the day's share of `samples_compact` with its
-    /// TOAST table and index, by its rows' stored (compressed) column sizes.
+    /// TOAST table and index, by its rows' stored (compressed) column sizes (a pass not finished: its pending rows').
     public func status() throws -> [DayStatus] {
         let result = try connection.execute(
             """
             WITH compact AS (
-                SELECT day, sum(readings) AS readings,
+                SELECT day, sum(readings) FILTER (WHERE NOT pending) AS readings,
+                       sum(readings) FILTER (WHERE pending) AS pending,
                        sum(pg_column_size(measured_at) + pg_column_size(received_at) + pg_column_size(device_time)
                            + pg_column_size(voltage) + pg_column_size(current) + pg_column_size(power)
                            + pg_column_size(power_factor) + pg_column_size(energy) + pg_column_size(seq)) AS columns
@@ -205,7 +249,8 @@ public struct CompactionStore {
                    pg_total_relation_size(c.oid),
                    coalesce(k.readings, 0),
                    coalesce(round(k.columns * t.bytes / nullif(t.columns, 0)), 0)::bigint,
-                   d.compacted_at
+                   d.compacted_at,
+                   coalesce(k.pending, 0)
             FROM sample_partitions p
             JOIN pg_class c ON c.relname = p.partition_name
             JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = p.schema_name
@@ -220,14 +265,16 @@ public struct CompactionStore {
                 rowBytes: try result.int64(row: row, column: 2) ?? 0,
                 compactReadings: try result.int64(row: row, column: 3) ?? 0,
                 compactBytes: try result.int64(row: row, column: 4) ?? 0,
-                compactedAt: try result.date(row: row, column: 5))
+                compactedAt: try result.date(row: row, column: 5),
+                pendingReadings: try result.int64(row: row, column: 6) ?? 0)
         }
     }
 
     // MARK: SQL
 
-    /// A chunk's readings in both forms (row form and this day's compact rows, to fold late readings in), by outlet
-    /// and time; the times in microseconds as ``CompactReading`` has them.
+    /// A chunk's readings in both forms (row form and this day's visible compact rows, to fold late readings in), by
+    /// outlet and time, but for the outlets in $4 (pending already); the times in microseconds as ``CompactReading``
+    /// has them.
     static let readChunk = """
         WITH day AS (SELECT $1::date AS day, $1::date::timestamp AT TIME ZONE 'UTC' AS starts_at)
         SELECT s.device_id,
@@ -237,23 +284,23 @@ public struct CompactionStore {
                s.voltage_volts, s.current_amperes, s.power_watts, s.power_factor, s.energy_wh, s.seq
         FROM day, LATERAL (
             SELECT * FROM samples_rows
-            WHERE device_id >= $2 AND device_id < $3
+            WHERE device_id >= $2 AND device_id < $3 AND device_id <> ALL ($4::integer[])
               AND measured_at >= day.starts_at AND measured_at < day.starts_at + interval '1 day'
             UNION ALL
             SELECT c.device_id, r.*
             FROM samples_compact c CROSS JOIN LATERAL outletd_compact_readings(c) r
-            WHERE c.day = day.day AND c.device_id >= $2 AND c.device_id < $3
+            WHERE c.day = day.day AND c.device_id >= $2 AND c.device_id < $3 AND NOT c.pending
         ) s
         ORDER BY s.device_id, s.measured_at
         """
 
     static let copyBlocks = """
         COPY samples_compact (device_id, day, readings, first_at, last_at, measured_at, received_at, device_time,
-                              voltage, current, power, power_factor, energy, seq) FROM STDIN
+                              voltage, current, power, power_factor, energy, seq, pending) FROM STDIN
         """
 
     /// One row of ``copyBlocks`` in COPY's text format (the literals hold no tab, newline or backslash).
-    static func copyLine(device: Int64, day: String, _ block: CompactDay) -> String {
+    static func copyLine(device: Int64, day: String, _ block: CompactDay, pending: Bool) -> String {
         func at(_ microseconds: Int64) -> String {
             let seconds = microseconds / 1_000_000
             let fraction = String(microseconds % 1_000_000)
@@ -263,6 +310,7 @@ public struct CompactionStore {
         }
         var fields = [String(device), day, String(block.readings), at(block.firstAt), at(block.lastAt)]
         fields += block.columns.map(\.literal)
+        fields.append(pending ? "t" : "f")
         return fields.joined(separator: "\t") + "\n"
     }
 
@@ -292,7 +340,8 @@ public struct CompactionStore {
         return Int32(try result.int(row: 0, column: 0) ?? 0)
     }
 
-    /// The trigger that keeps a compacted reading from coming back in row form (before any chunk commits).
+    /// The trigger that keeps a compacted reading from coming back in row form and marks a pending outlet-day that
+    /// changes (before any chunk commits).
     private func installGuard(_ table: String) throws {
         try connection.execute(
             """
@@ -300,7 +349,7 @@ public struct CompactionStore {
             BEGIN
                 IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = '\(table)'::regclass
                                                            AND tgname = 'samples_compacted_guard') THEN
-                    CREATE TRIGGER samples_compacted_guard BEFORE INSERT ON \(table)
+                    CREATE TRIGGER samples_compacted_guard BEFORE INSERT OR UPDATE OR DELETE ON \(table)
                         FOR EACH ROW EXECUTE FUNCTION outletd_compacted_guard();
                 END IF;
             END

@@ -253,6 +253,57 @@ import Testing
         #expect(try Harness.count(url, "SELECT count(*) FROM samples") == before + 69)
     }
 
+    /// Between a chunk and the end of the pass, an outlet's readings are in its pending row and in the partition:
+    /// `samples` reads them once, a retransmission is a duplicate, and a late reading marks the row touched, so the
+    /// end packs it in. The partition is truncated at the end, not emptied row by row.
+    @Test func readingsArrivingDuringAPassAreStoredOnce() throws {
+        let (url, ids) = try Self.dayWritten(outlets: 4, count: 2_000)
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        try Self.snapshot(url, into: "row_form")
+        let before = try Harness.count(url, "SELECT count(*) FROM samples")
+        let writer = try PostgresConnection(connectionString: url)
+        defer { writer.close() }
+        let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3)
+        try store.prepareSession(writer)
+        let retransmitted = try #require(Self.readings(outlet: 0, count: 2_000).first)
+        let late = Reading(measuredAt: Self.dayStart.addingTimeInterval(5), receivedAt: Date(), powerWatts: 12.5)
+        var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
+        batch.add(
+            ClassifiedMessage(samples: [retransmitted, late].map { DeviceSample(deviceID: ids[0], reading: $0) }),
+            of: RawMessage(topic: "t", payload: [], receivedAt: Self.dayStart))
+        var during: [String] = []
+        let outcome = try CompactionStore(connection: connection).compact(
+            day: Self.day, chunkOutlets: 1,
+            progress: { progress in
+                guard progress.outlets == 1, during.isEmpty else { return }
+                do {
+                    let pending = try Harness.count(url, "SELECT count(*) FROM samples_compact WHERE pending")
+                    let readings = try Harness.count(url, "SELECT count(*) FROM samples")
+                    let written = try store.write(batch, to: writer)
+                    let after = try Harness.count(url, "SELECT count(*) FROM samples")
+                    let touched = try Harness.count(url, "SELECT count(*) FROM samples_compact WHERE touched")
+                    during = ["\(pending) \(readings) \(written.inserted) \(written.duplicates) \(after) \(touched)"]
+                } catch {
+                    during = ["\(error)"]
+                }
+            })
+        // One pending row, every reading once; the batch: one new, one duplicate; the pending row touched.
+        #expect(during == ["1 \(before) 1 1 \(before + 1) 1"])
+        #expect(outcome.leftInRows == 0 && outcome.readings >= before + 1, "\(outcome)")
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples_compact WHERE pending OR touched") == 0)
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples_compact") == 4)
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples_rows") == 0)
+        #expect(try Harness.count(url, "SELECT count(*) FROM samples") == before + 1)
+        _ = try Harness.scalar(
+            url,
+            "INSERT INTO row_form SELECT \(Self.snapshotColumns) FROM samples WHERE device_id = \(ids[0]) "
+                + "AND measured_at = '\(Self.day) 00:00:05+00'")
+        #expect(try Self.differences(url, from: "row_form") == 0)
+        #expect(try store.write(batch, to: writer) == .init(inserted: 0, duplicates: 2))
+        try Harness.expectTotalsAreThoseOfTheSamples(url, "after the pass")
+    }
+
     @Test func twoInstancesNeverCompactADayTwice() async throws {
         let (url, _) = try Self.dayWritten(outlets: 16, count: 2_000)
         try Self.snapshot(url, into: "row_form")

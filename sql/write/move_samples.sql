@@ -4,13 +4,14 @@
 -- notes, per outlet, what it really inserted (`outletd_inserted_devices`): what the running totals
 -- (add_totals.sql) and the rollup statements read. Returns how many it inserted.
 -- A reading of a compacted day (migration 26) is skipped when the compact form has it: each outlet-day the batch
--- touches is decoded once; readings after the newest compacted day never look.
+-- touches is decoded once; readings after the newest compacted day never look. A pending row (a pass not finished,
+-- migration 32) is not read: its readings are still in row form, where the primary key finds them.
 WITH compacted AS MATERIALIZED (
     SELECT c.device_id, r.measured_at
     FROM (SELECT DISTINCT device_id, (measured_at AT TIME ZONE 'UTC')::date AS day
           FROM outletd_staging_samples
           WHERE measured_at < (SELECT (max(day) + 1)::timestamp AT TIME ZONE 'UTC' FROM samples_compact)) k
-    JOIN samples_compact c USING (device_id, day)
+    JOIN samples_compact c ON c.device_id = k.device_id AND c.day = k.day AND NOT c.pending
     CROSS JOIN LATERAL outletd_compact_readings(c) r
 ), inserted AS (
     INSERT INTO samples_stored
