@@ -79,4 +79,7 @@ public protocol AlertStore {
 
     /// Records how an attempt ended (and, for a failure, marks its channel failing; a success clears that).
     func finishDelivery(_ job: AlertDeliveryJob, outcome: AlertDeliveryOutcome) throws
+
+    /// Gives claimed deliveries back unsent, their attempt not counted: due again at once.
+    func returnClaims(_ jobs: [AlertDeliveryJob]) throws
 }

@@ -154,6 +154,7 @@ public final class IngestService: Service, Sendable {
                 worker(
                     AlertDeliveryLoop(
                         senders: AlertSenders.make(configuration, logger: logger), makeStore: store,
+                        replicated: configuration.database.durability == .replicated,
                         metricsFactory: metrics.factory, logger: logger)))
         }
         if configuration.homeAssistant.discovery {

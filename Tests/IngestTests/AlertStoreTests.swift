@@ -431,6 +431,39 @@ import WritePath
             try Harness.scalar(url, "SELECT string_agg(event, ' ' ORDER BY id) FROM alert_history")
                 == "opened delivered delivery_failed")
     }
+
+    /// With `durability: replicated` the loop sends a claim only once a standby has it; one that has not caught up
+    /// gets the claims back, their attempt not counted, and nothing is sent. Without a standby it sends at once.
+    @Test func claimsAStandbyHasNotFlushedGoBackUnsent() throws {
+        let (url, ana, _) = try Self.setUp()
+        _ = try Self.set(url, .owner(ana), .offline, "a-1", .init())
+        _ = try Self.withStore(url) { store in
+            try store.addChannel(.owner(ana), .init(kind: .email, target: "ok@example.com"), maxChannels: 10).get()
+        }
+        try Self.readings(url, "a-1", age: 500)
+        try Self.round(url)
+        let loop = AlertDeliveryLoop(
+            senders: [.email: PickySender(refused: "-")], makeStore: { AlertSQLStore(connection: $0) },
+            replicated: true, metricsFactory: IngestMetrics().factory, logger: Logger(label: "test"))
+        var asked = 0
+        let handled = try Self.withStore(url) { store in
+            try loop.drainOnce(store) {
+                asked += 1
+                return false
+            }
+        }
+        #expect(handled == 0)
+        #expect(asked == 1)
+        #expect(
+            try Harness.scalar(
+                url, "SELECT status || ':' || attempts || ':' || (next_attempt_at <= now()) FROM alert_deliveries")
+                == "pending:0:true")
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        #expect(try AlertDeliveryLoop.standbyHasClaims(connection, timeout: 5, stop: StopFlag()))
+        #expect(try Self.withStore(url) { try loop.drainOnce($0) } == 1)
+        #expect(try Harness.scalar(url, "SELECT status || ':' || attempts FROM alert_deliveries") == "sent:1")
+    }
 }
 
 extension Result {

@@ -391,4 +391,13 @@ public struct AlertSQLStore: AlertStore {
             FROM d
             """, [job.id, status, next, shortError, job.attempts])
     }
+
+    public func returnClaims(_ jobs: [AlertDeliveryJob]) throws {
+        guard !jobs.isEmpty else { return }
+        try connection.execute(
+            """
+            UPDATE alert_deliveries SET attempts = attempts - 1, next_attempt_at = clock_timestamp()
+            WHERE id = ANY ($1::bigint[]) AND status = 'pending' AND attempts > 0
+            """, [jobs.map(\.id)])
+    }
 }
