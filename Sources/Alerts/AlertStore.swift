@@ -82,4 +82,7 @@ public protocol AlertStore {
 
     /// Gives claimed deliveries back unsent, their attempt not counted: due again at once.
     func returnClaims(_ jobs: [AlertDeliveryJob]) throws
+
+    /// Those of `jobs` still to send: pending, their channel neither paused nor removed since the claim.
+    func stillToSend(_ jobs: [AlertDeliveryJob]) throws -> [AlertDeliveryJob]
 }

@@ -61,14 +61,16 @@ public struct AlertDeliveryLoop: DatabaseJob {
     public func drainOnce(_ store: any AlertStore, limit: Int = 50, maySend: () throws -> Bool = { true }) throws
         -> Int
     {
-        let jobs = try store.claimDeliveries(limit: limit, leaseSeconds: leaseSeconds)
-        guard !jobs.isEmpty else { return 0 }
+        let claimed = try store.claimDeliveries(limit: limit, leaseSeconds: leaseSeconds)
+        guard !claimed.isEmpty else { return 0 }
         guard try maySend() else {
-            try store.returnClaims(jobs)
+            try store.returnClaims(claimed)
             logger.notice(
-                "alert delivery waits for the standby", metadata: ["deliveries": "\(jobs.count)"])
+                "alert delivery waits for the standby", metadata: ["deliveries": "\(claimed.count)"])
             return 0
         }
+        // A channel paused (its pending deliveries dropped) or removed since the claim: those go unsent.
+        let jobs = try store.stillToSend(claimed)
         let outcomes = Self.sendAll(jobs, senders: senders)
         for (job, outcome) in zip(jobs, outcomes) {
             try store.finishDelivery(job, outcome: outcome)
@@ -91,7 +93,7 @@ public struct AlertDeliveryLoop: DatabaseJob {
                 dimensions: [("channel", job.channel.rawValue), ("result", result)], factory: metricsFactory
             ).increment()
         }
-        return jobs.count
+        return claimed.count
     }
 
     /// Whether a standby has flushed the WAL written so far (the claims just committed), waiting up to `timeout`;

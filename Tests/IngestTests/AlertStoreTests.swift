@@ -432,19 +432,29 @@ import WritePath
                 == "opened delivered delivery_failed")
     }
 
+    /// A sender that records what it was asked to send.
+    final class RecordingSender: AlertSender {
+        let sent = Guarded<[String]>([])
+        func send(_ job: AlertDeliveryJob) async throws(AlertSendFailure) { sent.withLock { $0.append(job.target) } }
+    }
+
     /// With `durability: replicated` the loop sends a claim only once a standby has it; one that has not caught up
-    /// gets the claims back, their attempt not counted, and nothing is sent. Without a standby it sends at once.
+    /// gets the claims back, their attempt not counted, and nothing is sent. Without a standby it sends at once. A
+    /// channel paused between the claim and the send gets nothing.
     @Test func claimsAStandbyHasNotFlushedGoBackUnsent() throws {
         let (url, ana, _) = try Self.setUp()
         _ = try Self.set(url, .owner(ana), .offline, "a-1", .init())
-        _ = try Self.withStore(url) { store in
-            try store.addChannel(.owner(ana), .init(kind: .email, target: "ok@example.com"), maxChannels: 10).get()
+        let paused = try Self.withStore(url) { store in
+            _ = try store.addChannel(.owner(ana), .init(kind: .email, target: "ok@example.com"), maxChannels: 10).get()
+            return try store.addChannel(.owner(ana), .init(kind: .email, target: "p@example.com"), maxChannels: 10)
+                .get()
         }
         try Self.readings(url, "a-1", age: 500)
         try Self.round(url)
+        let sender = RecordingSender()
         let loop = AlertDeliveryLoop(
-            senders: [.email: PickySender(refused: "-")], makeStore: { AlertSQLStore(connection: $0) },
-            replicated: true, metricsFactory: IngestMetrics().factory, logger: Logger(label: "test"))
+            senders: [.email: sender], makeStore: { AlertSQLStore(connection: $0) }, replicated: true,
+            metricsFactory: IngestMetrics().factory, logger: Logger(label: "test"))
         var asked = 0
         let handled = try Self.withStore(url) { store in
             try loop.drainOnce(store) {
@@ -452,17 +462,26 @@ import WritePath
                 return false
             }
         }
-        #expect(handled == 0)
-        #expect(asked == 1)
+        #expect(handled == 0 && asked == 1 && sender.sent.withLock { $0 }.isEmpty)
         #expect(
             try Harness.scalar(
-                url, "SELECT status || ':' || attempts || ':' || (next_attempt_at <= now()) FROM alert_deliveries")
-                == "pending:0:true")
+                url,
+                "SELECT string_agg(status || ':' || attempts || ':' || (next_attempt_at <= now()), ' ') "
+                    + "FROM alert_deliveries") == "pending:0:true pending:0:true")
         let connection = try PostgresConnection(connectionString: url)
         defer { connection.close() }
         #expect(try AlertDeliveryLoop.standbyHasClaims(connection, timeout: 5, stop: StopFlag()))
-        #expect(try Self.withStore(url) { try loop.drainOnce($0) } == 1)
-        #expect(try Harness.scalar(url, "SELECT status || ':' || attempts FROM alert_deliveries") == "sent:1")
+        let sent = try Self.withStore(url) { store in
+            try loop.drainOnce(store) {
+                try store.setChannelEnabled(.owner(ana), id: paused.id, enabled: false)
+            }
+        }
+        #expect(sent == 2 && sender.sent.withLock { $0 } == ["ok@example.com"])
+        #expect(
+            try Harness.scalar(
+                url,
+                "SELECT string_agg(status || ':' || coalesce(last_error, '-'), ' ' ORDER BY id) "
+                    + "FROM alert_deliveries") == "sent:- failed:channel paused")
     }
 }
 

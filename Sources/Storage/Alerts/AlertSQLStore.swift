@@ -400,4 +400,15 @@ public struct AlertSQLStore: AlertStore {
             WHERE id = ANY ($1::bigint[]) AND status = 'pending' AND attempts > 0
             """, [jobs.map(\.id)])
     }
+
+    public func stillToSend(_ jobs: [AlertDeliveryJob]) throws -> [AlertDeliveryJob] {
+        guard !jobs.isEmpty else { return [] }
+        let result = try connection.execute(
+            """
+            SELECT d.id FROM alert_deliveries d JOIN alert_channels ch ON ch.id = d.channel_id
+            WHERE d.id = ANY ($1::bigint[]) AND d.status = 'pending' AND ch.enabled AND ch.removed_at IS NULL
+            """, [jobs.map(\.id)])
+        let ids = Set(try (0..<result.rowCount).compactMap { try result.int64(row: $0, column: 0) })
+        return jobs.filter { ids.contains($0.id) }
+    }
 }
