@@ -86,19 +86,28 @@ mix_rows() {
 }
 
 # store_mix FIRST_DAY DAYS PREFIX N SLOTS: N outlets' days stored in row form, by time then outlet as the writer stores
-# them, SLOTS 10 s slots (of all N outlets) a statement, so that each statement's sort stays in memory.
+# them, SLOTS 10 s slots (of all N outlets) a statement, so that each statement's sort stays in memory; a statement
+# that fails fails the stage (set -e at its wait).
 store_mix() {
     local first last=$(( $2 * 8640 - 1 ))
     sql "INSERT INTO devices (code, name) SELECT '$3-' || i, 'compaction bench' FROM generate_series(1, $4) i"
     sql "SELECT outletd_ensure_sample_partitions(ARRAY(SELECT (date '$1' - date '1970-01-01') + generate_series(0, $2 - 1)))" \
         >/dev/null
+    local writers=()
     for ((first = 0; first <= last; first += $5)); do
+        # Two statements at a time, as the writer's batches come from more than one connection.
+        if [ "${#writers[@]}" -ge 2 ]; then
+            wait "${writers[0]}"
+            writers=("${writers[@]:1}")
+        fi
         sql "SET work_mem = '1GB';
              INSERT INTO samples_stored SELECT c.* FROM ($(mix_rows "$1" "$first" "$(( first + $5 - 1 < last ? first + $5 - 1 : last ))" "$3"))
                  r (d, m, rc, dt, v, a, p, pf, e, q),
-             LATERAL outletd_compact_sample(d, m, rc, dt, v, a, p, pf, e, q) c ORDER BY c.measured_at, c.device_id"
+             LATERAL outletd_compact_sample(d, m, rc, dt, v, a, p, pf, e, q) c ORDER BY c.measured_at, c.device_id" &
+        writers+=("$!")
         [ "$first" = 0 ] || [ $(( first / $5 % 6 )) != 0 ] || echo "   $3: $(( first * 100 / (last + 1) )) % stored" >&2
     done
+    for writer in "${writers[@]}"; do wait "$writer"; done
 }
 
 # digests: per outlet and UTC day of the bench's outlets, how many readings and an md5 of every column's exact bytes
