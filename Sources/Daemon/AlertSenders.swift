@@ -72,8 +72,11 @@ enum AlertSenders {
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = .sortedKeys
         let json = (try? encoder.encode(event)).map { [UInt8]($0) } ?? Array("{}".utf8)
+        // The delivery's id and its event's time (µs): the same on every retry, and not the same for another alert
+        // that a new primary, promoted from a standby that lacked the last commits, gives the id again.
+        let micros = Int64((job.occurredAt.timeIntervalSince1970 * 1_000_000).rounded())
         return Notice(
-            id: "outletd-delivery-\(job.id)", subject: message.subject, text: message.text,
+            id: "outletd-delivery-\(job.id)-\(micros)", subject: message.subject, text: message.text,
             url: pageURL.isEmpty ? nil : pageURL, json: json, occurredAt: job.occurredAt)
     }
 
