@@ -328,6 +328,9 @@ extension ConfigurationKey {
             "alerts.smtp_password", \.alerts.smtpPassword, "SMTP password", nonEmpty: false,
             redact: { $0.isEmpty ? "" : "***" }),
         .string("alerts.smtp_from", \.alerts.smtpFrom, "sender address of alert emails", nonEmpty: false),
+        .string(
+            "alerts.smtp_ca_file", \.alerts.smtpCAFile,
+            "PEM file of CA certificates to trust for the SMTP relay's TLS (empty: the system's)", nonEmpty: false),
         .string("alerts.page_url", \.alerts.pageURL, "the owners' page's URL, linked from messages", nonEmpty: false),
         .bool(
             "homeassistant.discovery", \.homeAssistant.discovery,

@@ -339,6 +339,8 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var smtpUsername = ""
         public var smtpPassword = ""
         public var smtpFrom = ""
+        /// PEM file of the CA certificates to trust for the relay's TLS (empty: the system's), for a private relay.
+        public var smtpCAFile = ""
         /// The page's URL put in messages (empty: none).
         public var pageURL = ""
 

@@ -37,7 +37,8 @@ enum AlertSenders {
                     settings: SMTPSettings(
                         host: alerts.smtpHost, port: alerts.smtpPort, starttls: alerts.smtpStartTLS,
                         username: alerts.smtpUsername.isEmpty ? nil : alerts.smtpUsername,
-                        password: alerts.smtpPassword.isEmpty ? nil : alerts.smtpPassword, from: alerts.smtpFrom)),
+                        password: alerts.smtpPassword.isEmpty ? nil : alerts.smtpPassword, from: alerts.smtpFrom,
+                        trustRootsFile: alerts.smtpCAFile.isEmpty ? nil : alerts.smtpCAFile)),
                 pageURL: alerts.pageURL)
         }
         return senders

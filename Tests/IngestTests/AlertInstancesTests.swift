@@ -132,4 +132,64 @@ import Testing
         #expect(!body.contains(secret) && !daemon.output.contains(secret))
         #expect(try Harness.scalar(url, "SELECT status || ' ' || attempts FROM alert_deliveries") == "sent 1")
     }
+
+    /// Email through the daemon's wiring: an incident reaches the owner's address once, through a private relay
+    /// (aiosmtpd in scripts/alert-receiver, STARTTLS required before AUTH, its CA given by `alerts.smtp_ca_file`), in
+    /// the channel's language, with the notice's id as Message-ID.
+    @Test func anIncidentReachesTheOwnersEmailThroughAPrivateRelay() async throws {
+        try TestStack.run(["\(TestStack.packageRoot)/scripts/alert-venv"])
+        let python = "\(TestStack.packageRoot)/.build/alert-venv/bin/python3"
+        let directory = "\(try TestStack.shared().directory)/\(TestStack.uniqueName("mail-"))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try TestStack.run([
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", "\(directory)/relay.key", "-out",
+            "\(directory)/relay.pem",
+        ])
+        let port = try freePort()
+        let receiver = try BackgroundProcess(
+            [
+                python, "\(TestStack.packageRoot)/scripts/alert-receiver", "smtp", "--port", String(port), "--record",
+                "\(directory)/record.jsonl", "--cert", "\(directory)/relay.pem", "--key", "\(directory)/relay.key",
+                "--user", "outletd", "--password", "relay-s3cret",
+            ], environment: ProcessInfo.processInfo.environment, logPath: "\(directory)/receiver.log")
+        defer { receiver.killAndWait() }
+        try await Harness.waitUntil(timeout: 60, "the relay listening") { receiver.output.contains("listening") }
+
+        let (url, ana, _) = try AlertStoreTests.setUp()
+        _ = try AlertStoreTests.set(url, .owner(ana), .offline, "a-1", .init())
+        _ = try AlertStoreTests.withStore(url) { store in
+            try store.addChannel(
+                .owner(ana), .init(kind: .email, target: "ana@example.com", language: .ptBR), maxChannels: 10
+            ).get()
+        }
+        try AlertStoreTests.readings(url, "a-1", age: 600)
+        let daemon = try OutletdProcess.start(
+            try Harness.configuration(databaseURL: url),
+            extraEnvironment: [
+                "OUTLETD_ALERTS_INTERVAL_SECONDS": "1", "OUTLETD_ALERTS_SMTP_HOST": "localhost",
+                "OUTLETD_ALERTS_SMTP_PORT": String(port), "OUTLETD_ALERTS_SMTP_USERNAME": "outletd",
+                "OUTLETD_ALERTS_SMTP_PASSWORD": "relay-s3cret", "OUTLETD_ALERTS_SMTP_FROM": "alertas@outletd.example",
+                "OUTLETD_ALERTS_SMTP_CA_FILE": "\(directory)/relay.pem",
+            ])
+        defer { daemon.signal(SIGKILL) }
+        let record = "\(directory)/record.jsonl"
+        func messages() -> [[String: Any]] {
+            ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }.filter { $0["event"] as? String == "message" }
+        }
+        try await Harness.waitUntil(timeout: 30, "the email received") { !messages().isEmpty }
+        try await Task.sleep(for: .seconds(2))
+        let received = messages()
+        #expect(received.count == 1)
+        let message = try #require(received.first)
+        #expect(message["tls"] as? Bool == true && message["authenticated"] as? Bool == true, "\(message)")
+        #expect(message["rcptTos"] as? [String] == ["ana@example.com"])
+        #expect((message["body"] as? String ?? "").contains("Alerta: a-1 está offline"), "\(message)")
+        let delivery = try Harness.scalar(url, "SELECT id FROM alert_deliveries")
+        #expect((message["rawHeaders"] as? String ?? "").contains("Message-ID: <outletd-delivery-\(delivery)-"))
+        #expect(!daemon.output.contains("relay-s3cret"))
+        #expect(try Harness.scalar(url, "SELECT status || ' ' || attempts FROM alert_deliveries") == "sent 1")
+    }
 }
