@@ -148,7 +148,25 @@ public struct CompactionStore {
                            WHERE device_id >= $1 AND device_id < $2 AND device_id <> ALL ($3::integer[]))
             """, [from, to, pendingIDs])
         guard try rowForm.bool(row: 0, column: 0) == true else { return outcome }
-        let rows = try connection.execute(Self.readChunk, [day, from, to, pendingIDs])
+        // A chunk of many outlets reads the day in its physical order (one sequential scan, sorted by outlet by the
+        // server), not an index scan per outlet: in a day written as ingest writes it, the chunk's readings lie on a
+        // large share of the day's pages, which an index scan visits at random, again for every chunk, and from disk
+        // once the day has left the cache. The rows come through a cursor, an outlet at a time in memory.
+        let sequential = to - from > Self.indexScanOutlets
+        if sequential {
+            try connection.execute("SET LOCAL enable_indexscan = off")
+            try connection.execute("SET LOCAL enable_bitmapscan = off")
+            try connection.execute("SET LOCAL work_mem = '\(Self.sortMemory)'")
+        }
+        try connection.execute(
+            "DECLARE outletd_compaction_chunk NO SCROLL CURSOR FOR "
+                + (try Self.readChunk(day: day, from: from, to: to, excluded: pendingIDs)))
+        if sequential {
+            // Planned: what follows in the transaction may use indexes again (the sort's memory holds until commit,
+            // as the cursor's sort takes it at its first fetch).
+            try connection.execute("SET LOCAL enable_indexscan TO DEFAULT")
+            try connection.execute("SET LOCAL enable_bitmapscan TO DEFAULT")
+        }
         var blocks: [(device: Int64, day: CompactDay)] = []
         var readings: [CompactReading] = []
         var device: Int64?
@@ -162,15 +180,20 @@ public struct CompactionStore {
             }
             readings.removeAll(keepingCapacity: true)
         }
-        for row in 0..<rows.rowCount {
-            let id = try rows.int64(row: row, column: 0) ?? 0
-            if id != device {
-                flush()
-                device = id
+        while true {
+            let rows = try connection.execute("FETCH \(Self.fetchRows) FROM outletd_compaction_chunk")
+            guard rows.rowCount > 0 else { break }
+            for row in 0..<rows.rowCount {
+                let id = try rows.int64(row: row, column: 0) ?? 0
+                if id != device {
+                    flush()
+                    device = id
+                }
+                readings.append(try Self.reading(rows, row))
             }
-            readings.append(try Self.reading(rows, row))
         }
         flush()
+        try connection.execute("CLOSE outletd_compaction_chunk")
         outcome.outlets = blocks.count
         guard !blocks.isEmpty else { return outcome }
         let folded = blocks.filter { visible.contains($0.device) }.map { Int32(clamping: $0.device) }
@@ -275,24 +298,40 @@ public struct CompactionStore {
     /// A chunk's readings in both forms (row form and this day's visible compact rows, to fold late readings in), by
     /// outlet and time, but for the outlets in $4 (pending already); the times in microseconds as ``CompactReading``
     /// has them.
-    static let readChunk = """
-        WITH day AS (SELECT $1::date AS day, $1::date::timestamp AT TIME ZONE 'UTC' AS starts_at)
-        SELECT s.device_id,
-               (extract(epoch FROM s.measured_at - day.starts_at) * 1000000)::bigint,
-               (extract(epoch FROM s.received_at - s.measured_at) * 1000000)::bigint,
-               (extract(epoch FROM s.device_time - s.measured_at) * 1000000)::bigint,
-               s.voltage_volts, s.current_amperes, s.power_watts, s.power_factor, s.energy_wh, s.seq
-        FROM day, LATERAL (
-            SELECT * FROM samples_rows
-            WHERE device_id >= $2 AND device_id < $3 AND device_id <> ALL ($4::integer[])
-              AND measured_at >= day.starts_at AND measured_at < day.starts_at + interval '1 day'
-            UNION ALL
-            SELECT c.device_id, r.*
-            FROM samples_compact c CROSS JOIN LATERAL outletd_compact_readings(c) r
-            WHERE c.day = day.day AND c.device_id >= $2 AND c.device_id < $3 AND NOT c.pending
-        ) s
-        ORDER BY s.device_id, s.measured_at
-        """
+    /// Chunks of at most this many outlet ids read through the primary key's index; larger ones read the day in order.
+    static let indexScanOutlets: Int64 = 32
+    /// The server's sort memory for a chunk read in order (beyond it the sort goes to temporary files).
+    static let sortMemory = "1GB"
+    static let fetchRows = 50_000
+
+    /// A chunk's readings in both forms (row form and this day's visible compact rows, to fold late readings in), by
+    /// outlet and time, but for the outlets in `excluded` (pending already); the times in microseconds as
+    /// ``CompactReading`` has them. The values are written into the text (a cursor's query takes no parameters):
+    /// the day must be `YYYY-MM-DD`.
+    static func readChunk(day: String, from: Int64, to: Int64, excluded: [Int32]) throws -> String {
+        guard day.utf8.count == 10, day.utf8.allSatisfy({ (48...57).contains($0) || $0 == 45 }) else {
+            throw CompactionError(message: "not a day: \(day)")
+        }
+        let list = "'{" + excluded.map(String.init).joined(separator: ",") + "}'::integer[]"
+        return """
+            WITH day AS (SELECT date '\(day)' AS day, date '\(day)'::timestamp AT TIME ZONE 'UTC' AS starts_at)
+            SELECT s.device_id,
+                   (extract(epoch FROM s.measured_at - day.starts_at) * 1000000)::bigint,
+                   (extract(epoch FROM s.received_at - s.measured_at) * 1000000)::bigint,
+                   (extract(epoch FROM s.device_time - s.measured_at) * 1000000)::bigint,
+                   s.voltage_volts, s.current_amperes, s.power_watts, s.power_factor, s.energy_wh, s.seq
+            FROM day, LATERAL (
+                SELECT * FROM samples_rows
+                WHERE device_id >= \(from) AND device_id < \(to) AND device_id <> ALL (\(list))
+                  AND measured_at >= day.starts_at AND measured_at < day.starts_at + interval '1 day'
+                UNION ALL
+                SELECT c.device_id, r.*
+                FROM samples_compact c CROSS JOIN LATERAL outletd_compact_readings(c) r
+                WHERE c.day = day.day AND c.device_id >= \(from) AND c.device_id < \(to) AND NOT c.pending
+            ) s
+            ORDER BY s.device_id, s.measured_at
+            """
+    }
 
     static let copyBlocks = """
         COPY samples_compact (device_id, day, readings, first_at, last_at, measured_at, received_at, device_time,
