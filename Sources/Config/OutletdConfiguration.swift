@@ -377,7 +377,7 @@ public struct OutletdConfiguration: Sendable, Equatable {
         /// compaction off.
         public var compactAfterHours = 24
         /// Outlet ids a compaction transaction takes: the partition's writers wait for one chunk at most.
-        public var compactChunkOutlets = 500
+        public var compactChunkOutlets = 32
         /// The share of its thread compaction keeps busy (it sleeps the rest between chunks), 0 to 1.
         public var compactDuty = 0.5
         /// How often the maintenance task runs, seconds (it also runs at start).
