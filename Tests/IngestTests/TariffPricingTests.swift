@@ -250,13 +250,17 @@ import WritePath
         let base = try #require(try store.costBase(userID: userID, code: "kit-1", todayStart: todayStart))
         let split = try #require(
             try store.cost(userID: userID, code: "kit-1", todayStart: todayStart, todayEnd: todayEnd, base: base))
-        // The projection scales by the part of the month gone, read at each call's instant: the two calls, a few
-        // milliseconds apart, may differ in its last digit. Everything else is equal.
+        // The projection and the standby's month cost scale by the part of the month gone, read at each call's
+        // instant: the two calls, milliseconds apart (more on a busy machine), may differ in their last digits.
+        // Everything else is equal.
         var splitAtWholesInstant = split
         splitAtWholesInstant.projectedMonthCost = whole.projectedMonthCost
+        splitAtWholesInstant.standbyMonthCost = whole.standbyMonthCost
         #expect(splitAtWholesInstant == whole, "today apart: \(split), the whole month: \(whole)")
-        let projections = [split, whole].compactMap { $0.projectedMonthCost.flatMap(Double.init) }
-        #expect(projections.count == 2 && abs(projections[0] - projections[1]) <= 1e-4 * max(1, projections[1]))
+        for figure in [\OwnedOutletCost.projectedMonthCost, \.standbyMonthCost] {
+            let values = [split, whole].compactMap { $0[keyPath: figure].flatMap(Double.init) }
+            #expect(values.count == 2 && abs(values[0] - values[1]) <= 1e-4 * max(1, values[1]), "\(values)")
+        }
         #expect(whole.monthToDateCost != nil && whole.currency == "BRL")
         // Not the caller's outlet: nothing.
         #expect(try store.costBase(userID: userID + 1, code: "kit-1", todayStart: todayStart) == nil)
