@@ -4,8 +4,9 @@
 #      the writer stores it (interleaved by time), its index packed as the maintenance pass leaves a settled day;
 #   2. ingest alone at RATE readings/s from INGEST_OUTLETS outlets (Benchmarks/OwnerAppLoad/outlets.c, QoS 1) for
 #      MEASURE_SECONDS: readings stored per second, publish → commit p50/p99;
-#   3. the same while `outletd storage compact` packs the day (at DUTY, the background task's default share), over
-#      the compaction's whole run, and the compaction's rate and CPU-s per million readings;
+#   3. the same while `outletd storage compact` packs the day (at DUTY and YIELD_MS, the background task's defaults:
+#      it works that share of the time, and waits while ingest's batches wait longer than YIELD_MS), over the
+#      compaction's whole run, and the compaction's rate and CPU-s per million readings;
 #   4. bytes per reading of both forms (heap, TOAST and indexes together) and of each packed column; one outlet's
 #      day and month read through `samples` in both forms, warm (median of 5) and cold (PostgreSQL restarted, the
 #      kernel's page cache dropped; skipped when not root).
@@ -18,7 +19,8 @@
 # switches an appliance on and off (runs of zeros), has noise in every value, Shelly Gen1 gaps of five minutes.
 #
 #   Benchmarks/compaction.sh               OUTLETS (2000), MONTH_OUTLETS (20), RATE (20000), INGEST_OUTLETS (18000),
-#                                          MEASURE_SECONDS (20), SETTLE (15), DUTY (0.5), CONFIG (release)
+#                                          MEASURE_SECONDS (20), SETTLE (15), DUTY (0.5), YIELD_MS (250),
+#                                          CONFIG (release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 outlets=${OUTLETS:-2000}
@@ -28,6 +30,7 @@ ingest_outlets=${INGEST_OUTLETS:-18000}
 seconds=${MEASURE_SECONDS:-20}
 settle=${SETTLE:-15}
 duty=${DUTY:-0.5}
+yield_ms=${YIELD_MS:-250}
 config=${CONFIG:-release}
 
 swift build -c "$config" --product outletd >/dev/null
@@ -194,14 +197,14 @@ pids+=("$publisher_pid")
 sleep "$settle"
 read -r alone_rate alone_p50 alone_p99 < <(ingest_window)
 
-echo "== the same while outletd storage compact packs $day (duty $duty)" >&2
+echo "== the same while outletd storage compact packs $day (duty $duty, yield $yield_ms ms)" >&2
 g0=$(pg_cpu_ticks) o0=$(cpu_ticks "$outletd_pid") i0=$(inserted) t0=$(now)
 # The compaction's own CPU (user + system, its children's rusage) is written to compact.cpu when it exits.
 python3 -c 'import resource, subprocess, sys
 code = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1] + ".log", "w"), stderr=subprocess.STDOUT)
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 open(sys.argv[1] + ".cpu", "w").write("%f\n" % (usage.ru_utime + usage.ru_stime))
-sys.exit(code)' "$dir/compact" "$daemon" storage compact "$day" --duty "$duty" &
+sys.exit(code)' "$dir/compact" "$daemon" storage compact "$day" --duty "$duty" --yield-ms "$yield_ms" &
 compact_pid=$!
 pids+=("$compact_pid")
 wait "$compact_pid" || { cat "$dir/compact.log" >&2; echo "compaction: outletd storage compact failed" >&2; exit 1; }
@@ -217,6 +220,7 @@ compact_cpu=$(cat "$dir/compact.cpu")
 compact_line=$(tail -n 1 "$dir/compact.log")
 compacted=$(sed -n 's/.*: \([0-9]*\) readings of.*/\1/p' <<<"$compact_line")
 compact_seconds=$(sed -n 's/.* in \([0-9.]*\) s .*/\1/p' <<<"$compact_line")
+waited=$(sed -n 's/.*; waited \([0-9.]*\) s for ingest.*/\1/p' <<<"$compact_line")
 kill "$publisher_pid"
 stop_outletd
 echo "== the month's days too, then both forms compared" >&2
@@ -263,7 +267,8 @@ row "bytes per reading on disk (heap, TOAST, indexes)" "$row_bytes" "$compact_da
 row "one outlet's day through samples, warm / cold (ms)" "$row_day_warm / $row_day_cold" "$compact_day_warm / $compact_day_cold"
 row "one outlet's month through samples, warm / cold (ms)" "$row_month_warm / $row_month_cold" "$compact_month_warm / $compact_month_cold"
 echo "bytes per reading of each packed column (TOAST-compressed where it helped): $columns"
-row "compaction rate (readings/s, duty $duty)" "$compact_rate" "$compacted readings in $compact_seconds s"
+row "compaction rate (readings/s, duty $duty, yield $yield_ms ms)" "$compact_rate" \
+    "$compacted readings in $compact_seconds s${waited:+; waited $waited s for ingest}"
 row "compaction CPU-s per million readings: outletd" "$(calc "round($compact_cpu / $compacted * 1e6, 2)")" ""
 row "ingest alone: stored/s, publish → commit p50 / p99 (ms)" "$alone_rate" "$alone_p50 / $alone_p99"
 row "ingest while compacting: stored/s, p50 / p99 (ms)" "$during_rate" "$during_p50 / $during_p99"

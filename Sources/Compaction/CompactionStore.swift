@@ -53,10 +53,22 @@ public struct CompactionStore {
         return due
     }
 
+    /// How long ingest's batches waited, seconds: the longest `batch_wait_seconds` of the instances whose writer
+    /// committed a batch in the last `recentSeconds` (0 when none did). ``CompactionPacer`` waits while it is high.
+    public func ingestWait(recentSeconds: Double = 10) throws -> Double {
+        let rows = try connection.execute(
+            """
+            SELECT coalesce(max(batch_wait_seconds), 0) FROM ingest_checkpoints
+            WHERE updated_at > now() - make_interval(secs => $1)
+            """, [recentSeconds])
+        return try rows.double(row: 0, column: 0) ?? 0
+    }
+
     /// Compacts `day` (`YYYY-MM-DD`), `chunkOutlets` outlet ids a transaction; `pause` is called between chunks
-    /// with how long the chunk took (the task sleeps there, so that compaction takes a share of the machine).
+    /// with how long the chunk took (the task rests there: ``CompactionPacer``).
     public func compact(
-        day: String, chunkOutlets: Int = 64, pause: (Double) -> Void = { _ in }, progress: (Outcome) -> Void = { _ in }
+        day: String, chunkOutlets: Int = 64, pause: (Double) throws -> Void = { _ in },
+        progress: (Outcome) -> Void = { _ in }
     ) throws -> Outcome {
         let started = Date()
         var outcome = Outcome(day: day)
@@ -91,7 +103,7 @@ public struct CompactionStore {
                 outcome.leftInRows += chunk.leftInRows
                 progress(outcome)
                 from += step
-                if chunk.readings > 0 { pause(Date().timeIntervalSince(chunkStarted)) }
+                if chunk.readings > 0 { try pause(Date().timeIntervalSince(chunkStarted)) }
             }
         }
         let finished = try finish(day: day, table: table)

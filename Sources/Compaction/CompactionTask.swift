@@ -6,8 +6,9 @@ import Runtime
 
 /// Compacts settled days in the background (run by a ``DatabaseWorker``, its own thread and connection): every
 /// `retention.maintenance_interval_seconds`, each day whose partition ended `retention.compact_after_hours` ago and
-/// has readings in row form, oldest first. Between chunks it sleeps so that it keeps its thread busy for
-/// `retention.compact_duty` of the time: compaction yields the machine to ingest. Off when compact_after_hours is 0.
+/// has readings in row form, oldest first. Between chunks it rests (``CompactionPacer``): for
+/// `retention.compact_duty`'s share, then while ingest's batches wait longer than `retention.compact_yield_ms`.
+/// Compaction yields the machine to ingest. Off when compact_after_hours is 0.
 public struct CompactionTask: DatabaseJob {
     public var name: String { "outletd-compaction" }
     private let retention: OutletdConfiguration.RetentionSettings
@@ -18,20 +19,26 @@ public struct CompactionTask: DatabaseJob {
 
     public func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
         let store = CompactionStore(connection: connection)
-        let duty = min(1, max(0.01, retention.compactDuty))
+        let pacer = CompactionPacer(
+            duty: retention.compactDuty, yieldSeconds: Double(retention.compactYieldMilliseconds) / 1_000)
         while !context.stop.isSet {
             for day in try store.daysDue(afterHours: retention.compactAfterHours) {
                 guard !context.stop.isSet else { return }
+                var yielded = 0.0
                 let outcome = try store.compact(
                     day: day, chunkOutlets: retention.compactChunkOutlets,
-                    pause: { busy in context.stop.sleep(seconds: busy * (1 - duty) / duty) })
-                Self.log(outcome, context.logger)
+                    pause: { busy in
+                        yielded += try pacer.rest(
+                            afterBusy: busy, ingestWait: { try store.ingestWait() },
+                            sleep: { context.stop.sleep(seconds: $0) })
+                    })
+                Self.log(outcome, yielded: yielded, context.logger)
             }
             context.stop.sleep(seconds: retention.maintenanceIntervalSeconds)
         }
     }
 
-    static func log(_ outcome: CompactionStore.Outcome, _ logger: Logger) {
+    static func log(_ outcome: CompactionStore.Outcome, yielded: Double, _ logger: Logger) {
         if outcome.skipped {
             logger.debug("compaction: another instance is compacting \(outcome.day)")
             return
@@ -41,6 +48,7 @@ public struct CompactionTask: DatabaseJob {
             metadata: [
                 "day": "\(outcome.day)", "outlets": "\(outcome.outlets)", "readings": "\(outcome.readings)",
                 "left_in_rows": "\(outcome.leftInRows)", "seconds": "\(Int(outcome.seconds.rounded()))",
+                "waited_for_ingest_seconds": "\(Int(yielded.rounded()))",
             ])
     }
 }

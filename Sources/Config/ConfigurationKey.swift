@@ -371,6 +371,9 @@ extension ConfigurationKey {
         .double(
             "retention.compact_duty", \.retention.compactDuty, 0.01...1,
             "share of its thread compaction keeps busy (sleeps the rest between chunks)"),
+        .int(
+            "retention.compact_yield_ms", \.retention.compactYieldMilliseconds, 0...600_000,
+            "compaction waits while ingest's batches wait longer than this, ms; 0 = never waits"),
         .double(
             "retention.maintenance_interval_seconds", \.retention.maintenanceIntervalSeconds, 1...86_400,
             "how often partitions are created and old data dropped, seconds"),

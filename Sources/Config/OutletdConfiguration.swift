@@ -380,6 +380,10 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var compactChunkOutlets = 32
         /// The share of its thread compaction keeps busy (it sleeps the rest between chunks), 0 to 1.
         public var compactDuty = 0.5
+        /// Between chunks compaction waits while a batch of ingest waited longer than this from its receipt to its
+        /// commit (any instance's, `ingest_checkpoints.batch_wait_seconds`), ms; 0: it never waits. Above
+        /// `ingest.small_batch_max_delay_ms`, the wait a small batch has by design.
+        public var compactYieldMilliseconds = 250
         /// How often the maintenance task runs, seconds (it also runs at start).
         public var maintenanceIntervalSeconds = 3_600.0
     }

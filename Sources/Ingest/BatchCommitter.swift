@@ -320,7 +320,9 @@ final class BatchCommitter: Sendable {
         -> Outcome
     {
         let batch = job.batch
-        let checkpoint = SpoolCheckpoint(spoolID: spool.identity, position: job.end)
+        let checkpoint = BatchStore.Checkpoint(
+            instanceID: settings.instanceID, spool: SpoolCheckpoint(spoolID: spool.identity, position: job.end),
+            oldestReceivedAt: job.receivedAt.min())
         var backoff = Backoff(initial: 0.2, maximum: settings.reconnectDelayMax)
         var outcomeUnknown = false
         let firstAttempt = ContinuousClock.now
@@ -346,7 +348,7 @@ final class BatchCommitter: Sendable {
                     outcomeUnknown = false
                 }
                 let started = ContinuousClock.now
-                let outcome = try store.write(batch, to: current, checkpoint: (settings.instanceID, checkpoint))
+                let outcome = try store.write(batch, to: current, checkpoint: checkpoint)
                 metrics.batchCommitted(
                     stored: outcome.inserted, duplicates: outcome.duplicates, rejected: batch.rejectionCounts,
                     seconds: Self.seconds(ContinuousClock.now - started))

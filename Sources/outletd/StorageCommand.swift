@@ -51,19 +51,34 @@ struct StorageCommand: ParsableCommand {
         @Argument(help: "The UTC day, YYYY-MM-DD.") var day: String
         @Option(help: "The share of the time to work, 0.01 to 1 (the background task: retention.compact_duty).")
         var duty: Double = 1
+        @Option(
+            name: .customLong("yield-ms"),
+            help: "Wait between chunks while ingest's batches wait longer, ms; 0: never (retention.compact_yield_ms).")
+        var yieldMilliseconds: Int = 0
 
         func validate() throws {
             try StorageCommand.validate(day)
             guard (0.01...1).contains(duty) else { throw ValidationError("--duty: expected 0.01 to 1, got \(duty)") }
+            guard (0...600_000).contains(yieldMilliseconds) else {
+                throw ValidationError("--yield-ms: expected 0 to 600000, got \(yieldMilliseconds)")
+            }
         }
 
         func run() throws {
             let configuration = try options.loadConfiguration()
-            let duty = self.duty
+            let pacer = CompactionPacer(duty: duty, yieldSeconds: Double(yieldMilliseconds) / 1_000)
+            var yielded = 0.0
             try options.withDatabase { connection in
-                let outcome = try CompactionStore(connection: connection).compact(
+                let store = CompactionStore(connection: connection)
+                let outcome = try store.compact(
                     day: day, chunkOutlets: configuration.retention.compactChunkOutlets,
-                    pause: { busy in if duty < 1 { Thread.sleep(forTimeInterval: busy * (1 - duty) / duty) } },
+                    pause: { busy in
+                        yielded += try pacer.rest(
+                            afterBusy: busy, ingestWait: { try store.ingestWait() },
+                            sleep: {
+                                Thread.sleep(forTimeInterval: $0); return false
+                            })
+                    },
                     progress: { progress in
                         if isatty(STDOUT_FILENO) == 1 {
                             print(
@@ -79,7 +94,8 @@ struct StorageCommand: ParsableCommand {
                 print(
                     "compacted \(day): \(outcome.readings) readings of \(outcome.outlets) outlets in "
                         + String(format: "%.1f", outcome.seconds) + " s (\(rate) readings/s)"
-                        + (outcome.leftInRows > 0 ? "; \(outcome.leftInRows) outlet-days left in row form" : ""))
+                        + (outcome.leftInRows > 0 ? "; \(outcome.leftInRows) outlet-days left in row form" : "")
+                        + (yielded > 0 ? String(format: "; waited %.1f s for ingest", yielded) : ""))
             }
         }
     }

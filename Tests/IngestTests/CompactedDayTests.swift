@@ -1,4 +1,5 @@
 import Foundation
+import MessageSpool
 import Postgres
 import Runtime
 import ServiceTestSupport
@@ -302,6 +303,70 @@ import Testing
         #expect(try Self.differences(url, from: "row_form") == 0)
         #expect(try store.write(batch, to: writer) == .init(inserted: 0, duplicates: 2))
         try Harness.expectTotalsAreThoseOfTheSamples(url, "after the pass")
+    }
+
+    /// The writer stores how long each batch's oldest message waited; a pass waits between chunks while the batches
+    /// an instance committed in the last seconds waited longer than the pacer's yield, and goes on once they do not.
+    @Test func aPassWaitsWhileIngestIsBehind() throws {
+        let (url, ids) = try Self.dayWritten(outlets: 3, count: 200)
+        let connection = try PostgresConnection(connectionString: url)
+        defer { connection.close() }
+        let writer = try PostgresConnection(connectionString: url)
+        defer { writer.close() }
+        let store = BatchStore(keepRejectedMessages: 5, pendingDevicesMax: 3)
+        try store.prepareSession(writer)
+        var offset: Int64 = 0
+        func writeBatch(waited seconds: Double) throws {
+            offset += 100
+            var batch = Batch(maxStoredRejections: 10, payloadExcerptBytes: 16)
+            let reading = Reading(measuredAt: Date(), receivedAt: Date(), powerWatts: 5)
+            batch.add(
+                ClassifiedMessage(samples: [DeviceSample(deviceID: ids[1], reading: reading)]),
+                of: RawMessage(topic: "t", payload: [], receivedAt: Date()))
+            let checkpoint = BatchStore.Checkpoint(
+                instanceID: "busy", spool: SpoolCheckpoint(spoolID: "s", position: .init(segment: 0, offset: offset)),
+                oldestReceivedAt: Date().addingTimeInterval(-seconds))
+            _ = try store.write(batch, to: writer, checkpoint: checkpoint)
+        }
+        let dayReadings = try Harness.count(url, "SELECT count(*) FROM samples")
+        let compaction = CompactionStore(connection: connection)
+        #expect(try compaction.ingestWait() == 0)
+        try writeBatch(waited: 2)
+        let behind = try compaction.ingestWait()
+        #expect(behind >= 2 && behind < 3, "\(behind)")
+        // Another instance, on time, does not hide the one behind.
+        _ = try Harness.scalar(
+            url,
+            "INSERT INTO ingest_checkpoints VALUES ('on-time', 's', 0, 0, now(), 0.01) RETURNING 1")
+        #expect(try compaction.ingestWait() >= 2)
+
+        let pacer = CompactionPacer(duty: 1, yieldSeconds: 0.5, recheckSeconds: 0.05)
+        var seen: [Double] = []
+        var waited = 0.0
+        let outcome = try compaction.compact(
+            day: Self.day, chunkOutlets: 1,
+            pause: { busy in
+                waited += try pacer.rest(
+                    afterBusy: busy,
+                    ingestWait: {
+                        let wait = try compaction.ingestWait()
+                        seen.append(wait)
+                        return wait
+                    },
+                    sleep: { _ in
+                        // Ingest catches up: its next batch waited 10 ms.
+                        if seen.count == 2 { try? writeBatch(waited: 0.01) }
+                        return false
+                    })
+            })
+        #expect(outcome.readings == dayReadings && outcome.leftInRows == 0, "\(outcome)")
+        #expect(seen.count >= 4 && seen[0] >= 2 && seen[1] >= 2 && seen.dropFirst(2).allSatisfy { $0 < 0.5 }, "\(seen)")
+        #expect(abs(waited - 0.1) < 1e-9)
+        // A batch older than the window counts no more: that instance has gone quiet.
+        try writeBatch(waited: 5)
+        _ = try Harness.scalar(
+            url, "UPDATE ingest_checkpoints SET updated_at = now() - interval '11 seconds' RETURNING 1")
+        #expect(try compaction.ingestWait() == 0)
     }
 
     @Test func twoInstancesNeverCompactADayTwice() async throws {

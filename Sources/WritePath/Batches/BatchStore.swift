@@ -26,6 +26,22 @@ public struct BatchStore: Sendable {
         public var rewrittenAfterMinuteConflict = false
     }
 
+    /// What a batch's transaction stores as its instance's row of `ingest_checkpoints`: the spool position just
+    /// after the batch's last record, and how long its oldest message waited (`batch_wait_seconds`, which
+    /// compaction reads to give way to ingest: docs/COMPACTION.md).
+    public struct Checkpoint: Sendable {
+        public var instanceID: String
+        public var spool: SpoolCheckpoint
+        /// When the batch's oldest message was received; nil stores no wait.
+        public var oldestReceivedAt: Date?
+
+        public init(instanceID: String, spool: SpoolCheckpoint, oldestReceivedAt: Date? = nil) {
+            self.instanceID = instanceID
+            self.spool = spool
+            self.oldestReceivedAt = oldestReceivedAt
+        }
+    }
+
     public var keepRejectedMessages: Int
     public var pendingDevicesMax: Int
     /// Whether `write` maintains the power rollups (`rollups.maintain`). Without, a batch drops
@@ -76,11 +92,10 @@ public struct BatchStore: Sendable {
         static let noteUnmaintained = "outletd_note_unmaintained"
     }
 
-    /// Writes the batch in one transaction, with `checkpoint` (the spool position just after the
-    /// batch's last record) as `instanceID`'s row of `ingest_checkpoints`. Throws without
-    /// committing anything on error.
+    /// Writes the batch in one transaction, with `checkpoint` as its instance's row of `ingest_checkpoints`.
+    /// Throws without committing anything on error.
     public func write(
-        _ batch: Batch, to connection: PostgresConnection, checkpoint: (instanceID: String, SpoolCheckpoint)? = nil
+        _ batch: Batch, to connection: PostgresConnection, checkpoint: Checkpoint? = nil
     ) throws -> Outcome {
         do {
             return try write(batch, to: connection, checkpoint: checkpoint, shortWays: true)
@@ -110,8 +125,7 @@ public struct BatchStore: Sendable {
     }
 
     private func write(
-        _ batch: Batch, to connection: PostgresConnection, checkpoint: (instanceID: String, SpoolCheckpoint)?,
-        shortWays: Bool
+        _ batch: Batch, to connection: PostgresConnection, checkpoint: Checkpoint?, shortWays: Bool
     ) throws -> Outcome {
         try connection.transaction {
             var inserted = 0
@@ -153,8 +167,8 @@ public struct BatchStore: Sendable {
             if !batch.pending.isEmpty && pendingDevicesMax > 0 {
                 try writePending(batch, connection)
             }
-            if let (instanceID, checkpoint) = checkpoint {
-                try Self.saveCheckpoint(checkpoint, of: instanceID, connection)
+            if let checkpoint {
+                try Self.saveCheckpoint(checkpoint, connection)
             }
             return Outcome(inserted: inserted, duplicates: batch.samples.count - inserted)
         }
@@ -202,19 +216,19 @@ public struct BatchStore: Sendable {
         return try connection.copyIn(sql) { rows.next() }
     }
 
-    static func saveCheckpoint(
-        _ checkpoint: SpoolCheckpoint, of instanceID: String, _ connection: PostgresConnection
-    ) throws {
+    static func saveCheckpoint(_ checkpoint: Checkpoint, _ connection: PostgresConnection) throws {
+        let position = checkpoint.spool.position
         try connection.execute(
             """
-            INSERT INTO ingest_checkpoints AS c (instance_id, spool_id, segment_id, byte_offset)
-            VALUES ($1, $2, $3, $4)
+            INSERT INTO ingest_checkpoints AS c (instance_id, spool_id, segment_id, byte_offset, batch_wait_seconds)
+            VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (instance_id) DO UPDATE SET spool_id = excluded.spool_id, segment_id = excluded.segment_id,
-                                                    byte_offset = excluded.byte_offset, updated_at = now()
+                                                    byte_offset = excluded.byte_offset, updated_at = now(),
+                                                    batch_wait_seconds = excluded.batch_wait_seconds
             """,
             [
-                instanceID, checkpoint.spoolID, Int64(bitPattern: checkpoint.position.segment),
-                checkpoint.position.offset,
+                checkpoint.instanceID, checkpoint.spool.spoolID, Int64(bitPattern: position.segment), position.offset,
+                checkpoint.oldestReceivedAt.map { max(0, Date().timeIntervalSince($0)) },
             ])
     }
 
