@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import TestSupport
 import Testing
 
 @testable import AlertChannels

@@ -1,16 +1,15 @@
 import Foundation
-import TestSupport
 
 /// One of scripts/alert-receiver's receivers (Web Push, webhook, SMTP), written against packages by others, running
 /// on 127.0.0.1 for one test; what it received is read back from its record file.
-final class AlertReceiver: Sendable {
-    let port: Int
-    let directory: String
-    let process: BackgroundProcess
-    var recordPath: String { "\(directory)/record.jsonl" }
+public final class AlertReceiver: Sendable {
+    public let port: Int
+    public let directory: String
+    public let process: BackgroundProcess
+    public var recordPath: String { "\(directory)/record.jsonl" }
 
     /// .build/alert-venv's Python, the environment made by scripts/alert-venv the first time a test needs it.
-    static let python: Result<String, ReceiverError> = {
+    public static let python: Result<String, ReceiverError> = {
         do {
             try TestStack.run(["\(TestStack.packageRoot)/scripts/alert-venv"])
             return .success("\(TestStack.packageRoot)/.build/alert-venv/bin/python3")
@@ -20,14 +19,14 @@ final class AlertReceiver: Sendable {
     }()
 
     /// A fresh directory for a test's files.
-    static func makeDirectory() throws -> String {
+    public static func makeDirectory() throws -> String {
         let directory = NSTemporaryDirectory() + TestStack.uniqueName("outletd-alert-")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         return directory
     }
 
     /// Starts `alert-receiver <mode> <arguments>` and waits until it listens.
-    init(_ mode: String, _ arguments: [String], directory: String? = nil) async throws {
+    public init(_ mode: String, _ arguments: [String], directory: String? = nil) async throws {
         let python = try Self.python.get()
         self.directory = try directory ?? Self.makeDirectory()
         port = try freePort()
@@ -52,7 +51,7 @@ final class AlertReceiver: Sendable {
     }
 
     /// Every record so far.
-    func records() throws -> [[String: Any]] {
+    public func records() throws -> [[String: Any]] {
         guard let text = try? String(contentsOfFile: recordPath, encoding: .utf8) else { return [] }
         return try text.split(separator: "\n").map {
             guard let object = try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] else {
@@ -63,7 +62,7 @@ final class AlertReceiver: Sendable {
     }
 
     /// The records once there are at least `count` matching `filter` (waiting up to 30 s).
-    func records(atLeast count: Int, where filter: ([String: Any]) -> Bool = { _ in true }) async throws
+    public func records(atLeast count: Int, where filter: ([String: Any]) -> Bool = { _ in true }) async throws
         -> [[String: Any]]
     {
         let deadline = Date().addingTimeInterval(30)
@@ -78,24 +77,24 @@ final class AlertReceiver: Sendable {
     }
 
     /// `http://127.0.0.1:<port><path>`.
-    func url(_ path: String = "/") -> String {
+    public func url(_ path: String = "/") -> String {
         "http://127.0.0.1:\(port)\(path)"
     }
 }
 
 extension [String: Any] {
     /// A header's value, by name in any case.
-    func header(_ name: String) -> String? {
+    public func header(_ name: String) -> String? {
         guard let headers = self["headers"] as? [String: String] else { return nil }
         return headers.first { $0.key.lowercased() == name.lowercased() }?.value
     }
 }
 
 /// A receiver that did not start or did not receive what was expected.
-struct ReceiverError: Error, CustomStringConvertible {
-    var description: String
+public struct ReceiverError: Error, CustomStringConvertible {
+    public var description: String
 
-    init(_ description: String) {
+    public init(_ description: String) {
         self.description = description
     }
 }
