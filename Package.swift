@@ -256,11 +256,11 @@ let package = Package(
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "Alerts", "Automations", "Commands", "Compaction", "Config", "Daemon", "Ingest", "MessageSpool", "MQTT",
-                "Observability", "OwnerApp", "Postgres", "Protocols", "Routing", "Runtime", "ServiceTestSupport",
-                "Storage",
-                "Telemetry", "TestSupport", "WritePath", .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Yams", package: "Yams"),
+                "AlertChannels", "Alerts", "Automations", "Commands", "Compaction", "Config", "Daemon", "Ingest",
+                "MessageSpool", "MQTT", "Observability", "OwnerApp", "Postgres", "Protocols", "Routing", "Runtime",
+                "ServiceTestSupport", "Storage", "Telemetry", "TestSupport", "WritePath",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Yams", package: "Yams"),
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,10 +1,12 @@
 import Alerts
+import Crypto
 import Foundation
 import Postgres
 import ServiceTestSupport
 import TestSupport
 import Testing
 
+@testable import AlertChannels
 @testable import Config
 @testable import Storage
 
@@ -90,19 +92,9 @@ import Testing
     /// Through the daemon's wiring to AlertChannels: an incident reaches the owner's webhook once, in the channel's
     /// language, signed as Standard Webhooks (verified by the `standardwebhooks` package in scripts/alert-receiver).
     @Test func anIncidentReachesTheOwnersWebhookSignedAndInTheirLanguage() async throws {
-        try TestStack.run(["\(TestStack.packageRoot)/scripts/alert-venv"])
-        let python = "\(TestStack.packageRoot)/.build/alert-venv/bin/python3"
-        let directory = "\(try TestStack.shared().directory)/\(TestStack.uniqueName("hook-"))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let secret = "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-        let port = try freePort()
-        let receiver = try BackgroundProcess(
-            [
-                python, "\(TestStack.packageRoot)/scripts/alert-receiver", "webhook", "--port", String(port),
-                "--record", "\(directory)/record.jsonl", "--secret", secret,
-            ], environment: ProcessInfo.processInfo.environment, logPath: "\(directory)/receiver.log")
-        defer { receiver.killAndWait() }
-        try await Harness.waitUntil(timeout: 60, "the receiver listening") { receiver.output.contains("listening") }
+        let receiver = try await AlertReceiver("webhook", ["--secret", secret])
+        let port = receiver.port
 
         let (url, ana, _) = try AlertStoreTests.setUp()
         _ = try AlertStoreTests.set(url, .owner(ana), .offline, "a-1", .init())
@@ -118,14 +110,11 @@ import Testing
             try Harness.configuration(databaseURL: url),
             extraEnvironment: ["OUTLETD_ALERTS_INTERVAL_SECONDS": "1", "OUTLETD_ALERTS_WEBHOOK_ALLOW_PRIVATE": "true"])
         defer { daemon.signal(SIGKILL) }
-        let record = "\(directory)/record.jsonl"
-        try await Harness.waitUntil(timeout: 30, "the webhook received") {
-            ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").contains("\n")
-        }
+        _ = try await receiver.records(atLeast: 1)
         try await Task.sleep(for: .seconds(2))
-        let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n")
-        #expect(lines.count == 1)
-        let received = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        let records = try receiver.records()
+        #expect(records.count == 1)
+        let received = try #require(records.first)
         #expect(received["ok"] as? Bool == true, "\(received)")
         let body = received["body"] as? String ?? ""
         #expect(body.contains("Alerta: a-1 está offline") && body.contains("alert.opened"), "\(body)")
@@ -137,24 +126,19 @@ import Testing
     /// (aiosmtpd in scripts/alert-receiver, STARTTLS required before AUTH, its CA given by `alerts.smtp_ca_file`), in
     /// the channel's language, with the notice's id as Message-ID.
     @Test func anIncidentReachesTheOwnersEmailThroughAPrivateRelay() async throws {
-        try TestStack.run(["\(TestStack.packageRoot)/scripts/alert-venv"])
-        let python = "\(TestStack.packageRoot)/.build/alert-venv/bin/python3"
-        let directory = "\(try TestStack.shared().directory)/\(TestStack.uniqueName("mail-"))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try AlertReceiver.makeDirectory()
         try TestStack.run([
             "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
             "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", "\(directory)/relay.key", "-out",
             "\(directory)/relay.pem",
         ])
-        let port = try freePort()
-        let receiver = try BackgroundProcess(
+        let receiver = try await AlertReceiver(
+            "smtp",
             [
-                python, "\(TestStack.packageRoot)/scripts/alert-receiver", "smtp", "--port", String(port), "--record",
-                "\(directory)/record.jsonl", "--cert", "\(directory)/relay.pem", "--key", "\(directory)/relay.key",
-                "--user", "outletd", "--password", "relay-s3cret",
-            ], environment: ProcessInfo.processInfo.environment, logPath: "\(directory)/receiver.log")
-        defer { receiver.killAndWait() }
-        try await Harness.waitUntil(timeout: 60, "the relay listening") { receiver.output.contains("listening") }
+                "--cert", "\(directory)/relay.pem", "--key", "\(directory)/relay.key", "--user", "outletd",
+                "--password", "relay-s3cret",
+            ], directory: directory)
+        let port = receiver.port
 
         let (url, ana, _) = try AlertStoreTests.setUp()
         _ = try AlertStoreTests.set(url, .owner(ana), .offline, "a-1", .init())
@@ -173,15 +157,10 @@ import Testing
                 "OUTLETD_ALERTS_SMTP_CA_FILE": "\(directory)/relay.pem",
             ])
         defer { daemon.signal(SIGKILL) }
-        let record = "\(directory)/record.jsonl"
-        func messages() -> [[String: Any]] {
-            ((try? String(contentsOfFile: record, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
-                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-            }.filter { $0["event"] as? String == "message" }
-        }
-        try await Harness.waitUntil(timeout: 30, "the email received") { !messages().isEmpty }
+        let isMessage: ([String: Any]) -> Bool = { $0["event"] as? String == "message" }
+        _ = try await receiver.records(atLeast: 1, where: isMessage)
         try await Task.sleep(for: .seconds(2))
-        let received = messages()
+        let received = try receiver.records().filter(isMessage)
         #expect(received.count == 1)
         let message = try #require(received.first)
         #expect(message["tls"] as? Bool == true && message["authenticated"] as? Bool == true, "\(message)")
@@ -190,6 +169,58 @@ import Testing
         let delivery = try Harness.scalar(url, "SELECT id FROM alert_deliveries")
         #expect((message["rawHeaders"] as? String ?? "").contains("Message-ID: <outletd-delivery-\(delivery)-"))
         #expect(!daemon.output.contains("relay-s3cret"))
+        #expect(try Harness.scalar(url, "SELECT status || ' ' || attempts FROM alert_deliveries") == "sent 1")
+    }
+
+    /// Web Push through the daemon's wiring: its VAPID key from `alerts.vapid_key_file`, the owner's browser
+    /// subscription; the push endpoint (scripts/alert-receiver) decrypts the message with `http-ece` and verifies its
+    /// token with `py-vapid`, and it arrives once, in the channel's language.
+    @Test func anIncidentReachesTheOwnersBrowserThroughWebPush() async throws {
+        let directory = try AlertReceiver.makeDirectory()
+        let keyFile = "\(directory)/vapid.pem"
+        let vapid = try VAPIDKey.loadOrCreate(path: keyFile)
+        let browser = P256.KeyAgreement.PrivateKey()
+        let authSecret = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        let receiver = try await AlertReceiver(
+            "push",
+            [
+                // --name=value: a base64url value may start with "-".
+                "--ua-private=" + Base64URL.encode(browser.rawRepresentation),
+                "--auth=" + Base64URL.encode(authSecret), "--vapid-key=" + vapid.publicKeyBase64URL,
+            ], directory: directory)
+
+        let (url, ana, _) = try AlertStoreTests.setUp()
+        _ = try AlertStoreTests.set(url, .owner(ana), .offline, "a-1", .init())
+        _ = try AlertStoreTests.withStore(url) { store in
+            try store.addChannel(
+                .owner(ana),
+                .init(
+                    kind: .webpush, target: receiver.url("/push/ana"),
+                    p256dh: Base64URL.encode(browser.publicKey.x963Representation),
+                    auth: Base64URL.encode(authSecret), language: .ptBR),
+                maxChannels: 10
+            ).get()
+        }
+        try AlertStoreTests.readings(url, "a-1", age: 600)
+        let daemon = try OutletdProcess.start(
+            try Harness.configuration(databaseURL: url),
+            extraEnvironment: [
+                "OUTLETD_ALERTS_INTERVAL_SECONDS": "1", "OUTLETD_ALERTS_WEBHOOK_ALLOW_PRIVATE": "true",
+                "OUTLETD_ALERTS_VAPID_KEY_FILE": keyFile, "OUTLETD_ALERTS_VAPID_SUBJECT": "mailto:ops@outletd.example",
+            ])
+        defer { daemon.signal(SIGKILL) }
+        _ = try await receiver.records(atLeast: 1)
+        try await Task.sleep(for: .seconds(2))
+        let records = try receiver.records()
+        #expect(records.count == 1)
+        let record = try #require(records.first)
+        #expect(record["errors"] as? [String] == [] && record["ok"] as? Bool == true, "\(record)")
+        let plaintext = try #require(record["plaintext"] as? String)
+        let payload = try #require(try JSONSerialization.jsonObject(with: Data(plaintext.utf8)) as? [String: Any])
+        #expect((payload["title"] as? String ?? "").contains("Alerta: a-1 está offline"), "\(payload)")
+        let event = try #require(payload["event"] as? [String: Any])
+        #expect(event["type"] as? String == "alert.opened" && event["outlet"] as? String == "a-1", "\(event)")
+        #expect((record["claims"] as? [String: Any])?["sub"] as? String == "mailto:ops@outletd.example")
         #expect(try Harness.scalar(url, "SELECT status || ' ' || attempts FROM alert_deliveries") == "sent 1")
     }
 }
