@@ -11,6 +11,9 @@ public struct SMTPSettings: Sendable, Equatable {
     /// Upgrade with STARTTLS before anything else, and refuse to go on when the server does not offer it. Without
     /// it (a relay on the same host), credentials are never sent.
     public var starttls: Bool
+    /// TLS from the first byte (port 465, "implicit TLS": RFC 8314, which prefers it for submission) instead of
+    /// STARTTLS; `starttls` is then not used.
+    public var implicitTLS: Bool
     /// AUTH PLAIN (or LOGIN when the server offers only that) with these, over TLS only; nil: no AUTH.
     public var username: String?
     public var password: String?
@@ -24,13 +27,14 @@ public struct SMTPSettings: Sendable, Equatable {
     public var trustRootsFile: String?
 
     public init(
-        host: String, port: Int = 587, starttls: Bool = true, username: String? = nil, password: String? = nil,
-        from: String, heloName: String = ProcessInfo.processInfo.hostName, timeout: Duration = .seconds(30),
-        trustRootsFile: String? = nil
+        host: String, port: Int = 587, starttls: Bool = true, implicitTLS: Bool = false, username: String? = nil,
+        password: String? = nil, from: String, heloName: String = ProcessInfo.processInfo.hostName,
+        timeout: Duration = .seconds(30), trustRootsFile: String? = nil
     ) {
         self.host = host
         self.port = port
         self.starttls = starttls
+        self.implicitTLS = implicitTLS
         self.username = username
         self.password = password
         self.from = from
@@ -40,7 +44,8 @@ public struct SMTPSettings: Sendable, Equatable {
     }
 }
 
-/// Sends notices as plain-text email through the operator's SMTP relay: EHLO, STARTTLS (then EHLO again), AUTH
+/// Sends notices as plain-text email through the operator's SMTP relay: EHLO, STARTTLS (then EHLO again; or TLS from
+/// the connection's first byte with `implicitTLS`), AUTH
 /// PLAIN or LOGIN, MAIL FROM, RCPT TO, DATA (dot-stuffed), QUIT; one connection per message, bounded by the settings'
 /// timeout. A 4xx reply, a refused connection or a timeout is `.retryable`; a 5xx reply, a failed AUTH, a server
 /// without STARTTLS when it is required, or an address or subject that could inject a header is `.permanent`.
@@ -78,11 +83,11 @@ public struct MailSender: Sendable {
         guard (1...65_535).contains(settings.port), !settings.host.isEmpty else {
             throw .permanent("the SMTP relay's host or port is not set")
         }
-        if settings.username != nil, !settings.starttls {
+        if settings.username != nil, !settings.starttls, !settings.implicitTLS {
             throw .permanent("AUTH without STARTTLS would send the password in the clear; refused")
         }
         let tlsContext: NIOSSLContext?
-        if settings.starttls {
+        if settings.starttls || settings.implicitTLS {
             var configuration = TLSConfiguration.makeClientConfiguration()
             if let file = settings.trustRootsFile { configuration.trustRoots = .file(file) }
             do {

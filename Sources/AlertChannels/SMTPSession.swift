@@ -7,7 +7,7 @@ import NIOSSL
 /// One SMTP conversation (RFC 5321) over NIO, for one message to one recipient.
 struct SMTPSession {
     let settings: SMTPSettings
-    /// Set when STARTTLS is required.
+    /// Set when STARTTLS is required, or TLS from the first byte.
     let tlsContext: NIOSSLContext?
     let mailFrom: String
     let recipient: String
@@ -28,11 +28,18 @@ struct SMTPSession {
         do {
             channel = try await ClientBootstrap(group: group).connectTimeout(timeout)
                 .channelOption(.socketOption(.so_keepalive), value: 1)
-                .connect(host: settings.host, port: settings.port) { channel in
+                .connect(host: settings.host, port: settings.port) { [settings, tlsContext] channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                        if settings.implicitTLS {
+                            guard let tlsContext else { throw DeliveryError.permanent("no TLS settings") }
+                            try channel.pipeline.syncOperations.addHandler(
+                                try NIOSSLClientHandler(context: tlsContext, serverHostname: settings.serverName))
+                        }
+                        return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                     }
                 }
+        } catch let error as DeliveryError {
+            throw error
         } catch {
             throw .retryable("cannot connect to the SMTP relay: \(error)")
         }
@@ -46,7 +53,8 @@ struct SMTPSession {
         do {
             try await channel.executeThenClose { inbound, outbound in
                 var conversation = Conversation(
-                    session: self, channel: channel.channel, replies: inbound.makeAsyncIterator(), outbound: outbound)
+                    session: self, channel: channel.channel, replies: inbound.makeAsyncIterator(), outbound: outbound,
+                    tlsActive: settings.implicitTLS)
                 try await conversation.run()
             }
         } catch {
@@ -71,7 +79,7 @@ struct SMTPSession {
         mutating func run() async throws {
             try expect(try await reply(), 220, "greeting")
             var extensions = try await hello()
-            if session.starttls {
+            if session.starttls && !tlsActive {
                 guard extensions.keys.contains("STARTTLS") else {
                     throw DeliveryError.permanent("the SMTP relay does not offer STARTTLS, which is required")
                 }
@@ -110,8 +118,7 @@ struct SMTPSession {
 
         mutating func startTLS() async throws {
             guard let context = session.tlsContext else { throw DeliveryError.permanent("no TLS settings") }
-            let host = session.settings.host
-            let serverName = IPAddress(host) == nil ? host : nil
+            let serverName = session.settings.serverName
             let channel = self.channel
             try await channel.eventLoop.submit {
                 let handler = try NIOSSLClientHandler(context: context, serverHostname: serverName)
@@ -201,4 +208,9 @@ struct SMTPSession {
 
 extension SMTPSession {
     var starttls: Bool { settings.starttls }
+}
+
+extension SMTPSettings {
+    /// The name the relay's certificate is checked against (SNI): the host, unless it is an IP address.
+    var serverName: String? { IPAddress(host) == nil ? host : nil }
 }

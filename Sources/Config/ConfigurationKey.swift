@@ -323,6 +323,9 @@ extension ConfigurationKey {
             "alerts.smtp_host", \.alerts.smtpHost, "SMTP relay for alert emails (empty: no email)", nonEmpty: false),
         .int("alerts.smtp_port", \.alerts.smtpPort, 1...65_535, "SMTP relay port"),
         .bool("alerts.smtp_starttls", \.alerts.smtpStartTLS, "require STARTTLS with the SMTP relay"),
+        .bool(
+            "alerts.smtp_implicit_tls", \.alerts.smtpImplicitTLS,
+            "TLS from the first byte with the SMTP relay (port 465) instead of STARTTLS"),
         .string("alerts.smtp_username", \.alerts.smtpUsername, "SMTP login (empty: none)", nonEmpty: false),
         .string(
             "alerts.smtp_password", \.alerts.smtpPassword, "SMTP password", nonEmpty: false,

@@ -336,6 +336,8 @@ public struct OutletdConfiguration: Sendable, Equatable {
         public var smtpHost = ""
         public var smtpPort = 587
         public var smtpStartTLS = true
+        /// TLS from the connection's first byte (port 465, RFC 8314) instead of STARTTLS.
+        public var smtpImplicitTLS = false
         public var smtpUsername = ""
         public var smtpPassword = ""
         public var smtpFrom = ""

@@ -36,6 +36,7 @@ enum AlertSenders {
                 sender: MailSender(
                     settings: SMTPSettings(
                         host: alerts.smtpHost, port: alerts.smtpPort, starttls: alerts.smtpStartTLS,
+                        implicitTLS: alerts.smtpImplicitTLS,
                         username: alerts.smtpUsername.isEmpty ? nil : alerts.smtpUsername,
                         password: alerts.smtpPassword.isEmpty ? nil : alerts.smtpPassword, from: alerts.smtpFrom,
                         trustRootsFile: alerts.smtpCAFile.isEmpty ? nil : alerts.smtpCAFile)),

@@ -15,8 +15,10 @@ import Testing
     struct Relay {
         let receiver: AlertReceiver
         let certificate: String
+        let implicitTLS: Bool
 
-        init(mechanisms: String? = nil) async throws {
+        init(mechanisms: String? = nil, implicitTLS: Bool = false) async throws {
+            self.implicitTLS = implicitTLS
             let directory = try AlertReceiver.makeDirectory()
             certificate = "\(directory)/relay.pem"
             try TestStack.run([
@@ -27,12 +29,14 @@ import Testing
             receiver = try await AlertReceiver(
                 "smtp",
                 ["--cert", certificate, "--key", "\(directory)/relay.key", "--user", "outletd", "--password", "s3cret"]
-                    + (mechanisms.map { ["--mechanisms", $0] } ?? []), directory: directory)
+                    + (mechanisms.map { ["--mechanisms", $0] } ?? []) + (implicitTLS ? ["--implicit-tls"] : []),
+                directory: directory)
         }
 
         func settings(password: String = "s3cret", trust: Bool = true) -> SMTPSettings {
             SMTPSettings(
-                host: "localhost", port: receiver.port, starttls: true, username: "outletd", password: password,
+                host: "localhost", port: receiver.port, starttls: true, implicitTLS: implicitTLS, username: "outletd",
+                password: password,
                 from: "Alertas do outletd — Casa <alertas@outletd.example>", heloName: "outletd.test",
                 timeout: .seconds(20),
                 trustRootsFile: trust ? certificate : nil)
@@ -41,6 +45,27 @@ import Testing
         func messages() throws -> [[String: Any]] {
             try receiver.records().filter { $0["event"] as? String == "message" }
         }
+    }
+
+    /// Implicit TLS (port 465, RFC 8314): TLS from the first byte, so the first EHLO is already over TLS and no
+    /// STARTTLS is asked; the same message arrives, after AUTH. Without it, the relay's TLS is not understood.
+    @Test func deliversOverImplicitTLS() async throws {
+        let relay = try await Relay(implicitTLS: true)
+        try await MailSender(settings: relay.settings()).send(Self.notice(), to: "dono@example.com")
+        let records = try await relay.receiver.records(atLeast: 1) { $0["event"] as? String == "message" }
+        let message = try #require(records.first)
+        #expect(message["tls"] as? Bool == true && message["authenticated"] as? Bool == true, "\(message)")
+        #expect((message["body"] as? String ?? "").contains("não envia leituras desde 14:05"))
+        let hellos = try relay.receiver.records().filter { $0["event"] as? String == "ehlo" }
+        #expect(hellos.count == 1 && hellos.first?["tls"] as? Bool == true, "\(hellos)")
+
+        var plain = relay.settings()
+        plain.implicitTLS = false
+        plain.timeout = .seconds(3)
+        await #expect(throws: DeliveryError.self) {
+            try await MailSender(settings: plain).send(Self.notice(), to: "dono@example.com")
+        }
+        #expect(try relay.messages().count == 1)
     }
 
     static let text = """
