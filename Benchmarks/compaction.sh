@@ -4,9 +4,10 @@
 #      the writer stores it (interleaved by time), its index packed as the maintenance pass leaves a settled day;
 #   2. ingest alone at RATE readings/s from INGEST_OUTLETS outlets (Benchmarks/OwnerAppLoad/outlets.c, QoS 1) for
 #      MEASURE_SECONDS: readings stored per second, publish → commit p50/p99;
-#   3. the same while `outletd storage compact` packs the day (at DUTY and YIELD_MS, the background task's defaults:
-#      it works that share of the time, and waits while ingest's batches wait longer than YIELD_MS), over the
-#      compaction's whole run, and the compaction's rate and CPU-s per million readings;
+#   3. the same while `outletd storage compact` packs the day (at DUTY, YIELD_MS and SPELL_MS, the background task's
+#      defaults: it works that share of the time, waits while ingest's batches wait longer than YIELD_MS, and sizes
+#      its chunks to busy spells of SPELL_MS), over the compaction's whole run, and the compaction's rate and CPU-s
+#      per million readings;
 #   4. bytes per reading of both forms (heap, TOAST and indexes together) and of each packed column; one outlet's
 #      day and month read through `samples` in both forms, warm (median of 5) and cold (PostgreSQL restarted, the
 #      kernel's page cache dropped; skipped when not root).
@@ -20,7 +21,7 @@
 #
 #   Benchmarks/compaction.sh               OUTLETS (2000), MONTH_OUTLETS (20), RATE (20000), INGEST_OUTLETS (18000),
 #                                          MEASURE_SECONDS (20), SETTLE (15), DUTY (0.5), YIELD_MS (250),
-#                                          CONFIG (release)
+#                                          SPELL_MS (250), CONFIG (release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 outlets=${OUTLETS:-2000}
@@ -31,6 +32,7 @@ seconds=${MEASURE_SECONDS:-20}
 settle=${SETTLE:-15}
 duty=${DUTY:-0.5}
 yield_ms=${YIELD_MS:-250}
+spell_ms=${SPELL_MS:-250}
 config=${CONFIG:-release}
 
 swift build -c "$config" --product outletd >/dev/null
@@ -197,14 +199,15 @@ pids+=("$publisher_pid")
 sleep "$settle"
 read -r alone_rate alone_p50 alone_p99 < <(ingest_window)
 
-echo "== the same while outletd storage compact packs $day (duty $duty, yield $yield_ms ms)" >&2
+echo "== the same while outletd storage compact packs $day (duty $duty, yield $yield_ms ms, spell $spell_ms ms)" >&2
 g0=$(pg_cpu_ticks) o0=$(cpu_ticks "$outletd_pid") i0=$(inserted) t0=$(now)
 # The compaction's own CPU (user + system, its children's rusage) is written to compact.cpu when it exits.
 python3 -c 'import resource, subprocess, sys
 code = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1] + ".log", "w"), stderr=subprocess.STDOUT)
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 open(sys.argv[1] + ".cpu", "w").write("%f\n" % (usage.ru_utime + usage.ru_stime))
-sys.exit(code)' "$dir/compact" "$daemon" storage compact "$day" --duty "$duty" --yield-ms "$yield_ms" &
+sys.exit(code)' "$dir/compact" "$daemon" storage compact "$day" --duty "$duty" --yield-ms "$yield_ms" \
+    --spell-ms "$spell_ms" &
 compact_pid=$!
 pids+=("$compact_pid")
 wait "$compact_pid" || { cat "$dir/compact.log" >&2; echo "compaction: outletd storage compact failed" >&2; exit 1; }
@@ -267,7 +270,7 @@ row "bytes per reading on disk (heap, TOAST, indexes)" "$row_bytes" "$compact_da
 row "one outlet's day through samples, warm / cold (ms)" "$row_day_warm / $row_day_cold" "$compact_day_warm / $compact_day_cold"
 row "one outlet's month through samples, warm / cold (ms)" "$row_month_warm / $row_month_cold" "$compact_month_warm / $compact_month_cold"
 echo "bytes per reading of each packed column (TOAST-compressed where it helped): $columns"
-row "compaction rate (readings/s, duty $duty, yield $yield_ms ms)" "$compact_rate" \
+row "compaction rate (readings/s, duty $duty, yield $yield_ms, spell $spell_ms ms)" "$compact_rate" \
     "$compacted readings in $compact_seconds s${waited:+; waited $waited s for ingest}"
 row "compaction CPU-s per million readings: outletd" "$(calc "round($compact_cpu / $compacted * 1e6, 2)")" ""
 row "ingest alone: stored/s, publish → commit p50 / p99 (ms)" "$alone_rate" "$alone_p50 / $alone_p99"

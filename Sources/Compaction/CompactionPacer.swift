@@ -9,15 +9,42 @@
 /// On a machine that ingest keeps busy, the fixed duty alone takes CPU from ingest's writer, mosquitto and
 /// PostgreSQL's backends, and their batches wait; with the second step compaction takes the machine's slack, and a
 /// day compacts more slowly while ingest is heavy instead of ingest falling behind.
+///
+/// A chunk under way cannot be paused (it is one statement in PostgreSQL), and while it runs ingest has less of the
+/// machine: how long a chunk keeps busy is how far it can hold ingest up. So chunks read by index are sized to a
+/// busy spell of about `spellSeconds` (``nextChunk(outlets:busy:)``), up to the configured outlets.
 public struct CompactionPacer: Sendable {
     public var duty: Double
     public var yieldSeconds: Double
+    /// The busy spell a chunk is sized to; 0: every chunk takes the configured outlets.
+    public var spellSeconds: Double
     public var recheckSeconds: Double
 
-    public init(duty: Double, yieldSeconds: Double, recheckSeconds: Double = 0.25) {
+    public init(duty: Double, yieldSeconds: Double, spellSeconds: Double = 0, recheckSeconds: Double = 0.25) {
         self.duty = min(1, max(0.01, duty))
         self.yieldSeconds = max(0, yieldSeconds)
+        self.spellSeconds = max(0, spellSeconds)
         self.recheckSeconds = recheckSeconds
+    }
+
+    /// Whether chunks are sized to the spell: with `spellSeconds` above 0, for chunks read by index (at most
+    /// ``CompactionStore/indexScanOutlets``); a chunk read in the day's physical order costs a scan of the whole day
+    /// whatever its outlets.
+    public func sizesChunks(maxOutlets: Int) -> Bool {
+        spellSeconds > 0 && Int64(maxOutlets) <= CompactionStore.indexScanOutlets
+    }
+
+    /// The first chunk's outlet ids: 1 when chunks are sized to the spell (it grows from there), else `maxOutlets`.
+    public func firstChunk(maxOutlets: Int) -> Int {
+        sizesChunks(maxOutlets: maxOutlets) ? 1 : maxOutlets
+    }
+
+    /// The next chunk's outlet ids after one of `outlets` that kept the thread busy `busy` seconds: as many as take
+    /// about `spellSeconds` at the same pace, at least 1, growing at most twofold a chunk, at most `maxOutlets`.
+    public func nextChunk(outlets: Int, busy: Double, maxOutlets: Int) -> Int {
+        guard sizesChunks(maxOutlets: maxOutlets) else { return maxOutlets }
+        let paced = busy > 0 ? Int((Double(outlets) * spellSeconds / busy).rounded(.down)) : maxOutlets
+        return max(1, min(paced, outlets * 2, maxOutlets))
     }
 
     /// The rest after a chunk that kept the thread busy for `busy` seconds, for the duty.

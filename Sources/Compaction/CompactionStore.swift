@@ -65,10 +65,11 @@ public struct CompactionStore {
     }
 
     /// Compacts `day` (`YYYY-MM-DD`), `chunkOutlets` outlet ids a transaction; `pause` is called between chunks
-    /// with how long the chunk took (the task rests there: ``CompactionPacer``).
+    /// with how long the chunk took (the task rests there: ``CompactionPacer``), `resize` with the last chunk's
+    /// outlet ids and how long it took, for the next chunk's (by default, the same).
     public func compact(
         day: String, chunkOutlets: Int = 64, pause: (Double) throws -> Void = { _ in },
-        progress: (Outcome) -> Void = { _ in }
+        resize: (Int, Double) -> Int = { outlets, _ in outlets }, progress: (Outcome) -> Void = { _ in }
     ) throws -> Outcome {
         let started = Date()
         var outcome = Outcome(day: day)
@@ -93,7 +94,7 @@ public struct CompactionStore {
                                                                      WHERE day = $1::date))
             """, [day])
         if let low = try bounds.int64(row: 0, column: 0), let high = try bounds.int64(row: 0, column: 1) {
-            let step = Int64(max(1, chunkOutlets))
+            var step = Int64(max(1, chunkOutlets))
             var from = low
             while from <= high {
                 let chunkStarted = Date()
@@ -103,7 +104,11 @@ public struct CompactionStore {
                 outcome.leftInRows += chunk.leftInRows
                 progress(outcome)
                 from += step
-                if chunk.readings > 0 { try pause(Date().timeIntervalSince(chunkStarted)) }
+                if chunk.readings > 0 {
+                    let busy = Date().timeIntervalSince(chunkStarted)
+                    step = Int64(max(1, resize(Int(step), busy)))
+                    try pause(busy)
+                }
             }
         }
         let finished = try finish(day: day, table: table)
@@ -311,7 +316,7 @@ public struct CompactionStore {
     /// outlet and time, but for the outlets in $4 (pending already); the times in microseconds as ``CompactReading``
     /// has them.
     /// Chunks of at most this many outlet ids read through the primary key's index; larger ones read the day in order.
-    static let indexScanOutlets: Int64 = 32
+    public static let indexScanOutlets: Int64 = 32
     /// The server's sort memory for a chunk read in order (beyond it the sort goes to temporary files).
     static let sortMemory = "1GB"
     static let fetchRows = 50_000

@@ -6,8 +6,9 @@ import Runtime
 
 /// Compacts settled days in the background (run by a ``DatabaseWorker``, its own thread and connection): every
 /// `retention.maintenance_interval_seconds`, each day whose partition ended `retention.compact_after_hours` ago and
-/// has readings in row form, oldest first. Between chunks it rests (``CompactionPacer``): for
-/// `retention.compact_duty`'s share, then while ingest's batches wait longer than `retention.compact_yield_ms`.
+/// has readings in row form, oldest first. Its chunks are sized to busy spells of `retention.compact_spell_ms`, and
+/// between them it rests (``CompactionPacer``): for `retention.compact_duty`'s share, then while ingest's batches wait
+/// longer than `retention.compact_yield_ms`.
 /// Compaction yields the machine to ingest. Off when compact_after_hours is 0.
 public struct CompactionTask: DatabaseJob {
     public var name: String { "outletd-compaction" }
@@ -20,18 +21,21 @@ public struct CompactionTask: DatabaseJob {
     public func run(on connection: PostgresConnection, _ context: DatabaseWorker.Context) throws {
         let store = CompactionStore(connection: connection)
         let pacer = CompactionPacer(
-            duty: retention.compactDuty, yieldSeconds: Double(retention.compactYieldMilliseconds) / 1_000)
+            duty: retention.compactDuty, yieldSeconds: Double(retention.compactYieldMilliseconds) / 1_000,
+            spellSeconds: Double(retention.compactSpellMilliseconds) / 1_000)
+        let outlets = retention.compactChunkOutlets
         while !context.stop.isSet {
             for day in try store.daysDue(afterHours: retention.compactAfterHours) {
                 guard !context.stop.isSet else { return }
                 var yielded = 0.0
                 let outcome = try store.compact(
-                    day: day, chunkOutlets: retention.compactChunkOutlets,
+                    day: day, chunkOutlets: pacer.firstChunk(maxOutlets: outlets),
                     pause: { busy in
                         yielded += try pacer.rest(
                             afterBusy: busy, ingestWait: { try store.ingestWait() },
                             sleep: { context.stop.sleep(seconds: $0) })
-                    })
+                    },
+                    resize: { pacer.nextChunk(outlets: $0, busy: $1, maxOutlets: outlets) })
                 Self.log(outcome, yielded: yielded, context.logger)
             }
             context.stop.sleep(seconds: retention.maintenanceIntervalSeconds)

@@ -307,6 +307,9 @@ extension ConfigurationKey {
         .bool(
             "alerts.webhook_allow_private", \.alerts.webhookAllowPrivate,
             "let webhooks reach loopback, private and link-local addresses"),
+        .double(
+            "alerts.delivery_lease_seconds", \.alerts.deliveryLeaseSeconds, 10...86_400,
+            "a delivery claimed and not recorded within this (its instance died mid-send) is sent again, same id"),
         .int("alerts.max_rules_per_owner", \.alerts.maxRulesPerOwner, 1...10_000, "alert rules one owner may have"),
         .int(
             "alerts.max_channels_per_owner", \.alerts.maxChannelsPerOwner, 1...1_000,
@@ -374,6 +377,9 @@ extension ConfigurationKey {
         .double(
             "retention.compact_duty", \.retention.compactDuty, 0.01...1,
             "share of its thread compaction keeps busy (sleeps the rest between chunks)"),
+        .int(
+            "retention.compact_spell_ms", \.retention.compactSpellMilliseconds, 0...600_000,
+            "chunks read by index are sized to busy spells of this, ms; 0 = compact_chunk_outlets each"),
         .int(
             "retention.compact_yield_ms", \.retention.compactYieldMilliseconds, 0...600_000,
             "compaction waits while ingest's batches wait longer than this, ms; 0 = never waits"),

@@ -325,6 +325,9 @@ public struct OutletdConfiguration: Sendable, Equatable {
         /// Whether webhooks may reach loopback, private and link-local addresses (an owner could otherwise make
         /// outletd call internal services).
         public var webhookAllowPrivate = false
+        /// A delivery is claimed for this long, seconds: one whose instance died before recording the outcome (a
+        /// `kill -9` mid-send) is sent again after it, with the same id. Longer than the senders' timeouts (30 s).
+        public var deliveryLeaseSeconds = 120.0
         /// Rules, channels and messages (deliveries queued, per hour) one owner may have.
         public var maxRulesPerOwner = 50
         public var maxChannelsPerOwner = 10
@@ -386,6 +389,9 @@ public struct OutletdConfiguration: Sendable, Equatable {
         /// commit (any instance's, `ingest_checkpoints.batch_wait_seconds`), ms; 0: it never waits. Above
         /// `ingest.small_batch_max_delay_ms`, the wait a small batch has by design.
         public var compactYieldMilliseconds = 250
+        /// Chunks read by index (up to 32 outlets) are sized to keep compaction busy about this long, ms: a chunk
+        /// cannot be paused, and while it runs ingest has less of the machine. 0: `compactChunkOutlets` each.
+        public var compactSpellMilliseconds = 250
         /// How often the maintenance task runs, seconds (it also runs at start).
         public var maintenanceIntervalSeconds = 3_600.0
     }

@@ -154,6 +154,7 @@ public final class IngestService: Service, Sendable {
                 worker(
                     AlertDeliveryLoop(
                         senders: AlertSenders.make(configuration, logger: logger), makeStore: store,
+                        leaseSeconds: configuration.alerts.deliveryLeaseSeconds,
                         replicated: configuration.database.durability == .replicated,
                         metricsFactory: metrics.factory, logger: logger)))
         }

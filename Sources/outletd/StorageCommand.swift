@@ -55,6 +55,10 @@ struct StorageCommand: ParsableCommand {
             name: .customLong("yield-ms"),
             help: "Wait between chunks while ingest's batches wait longer, ms; 0: never (retention.compact_yield_ms).")
         var yieldMilliseconds: Int = 0
+        @Option(
+            name: .customLong("spell-ms"),
+            help: "Size chunks read by index to busy spells of this, ms; 0: all of compact_chunk_outlets.")
+        var spellMilliseconds: Int = 0
 
         func validate() throws {
             try StorageCommand.validate(day)
@@ -62,23 +66,31 @@ struct StorageCommand: ParsableCommand {
             guard (0...600_000).contains(yieldMilliseconds) else {
                 throw ValidationError("--yield-ms: expected 0 to 600000, got \(yieldMilliseconds)")
             }
+            guard (0...600_000).contains(spellMilliseconds) else {
+                throw ValidationError("--spell-ms: expected 0 to 600000, got \(spellMilliseconds)")
+            }
         }
 
         func run() throws {
             let configuration = try options.loadConfiguration()
-            let pacer = CompactionPacer(duty: duty, yieldSeconds: Double(yieldMilliseconds) / 1_000)
+            let pacer = CompactionPacer(
+                duty: duty, yieldSeconds: Double(yieldMilliseconds) / 1_000,
+                spellSeconds: Double(spellMilliseconds) / 1_000)
+            let outlets = configuration.retention.compactChunkOutlets
             var yielded = 0.0
             try options.withDatabase { connection in
                 let store = CompactionStore(connection: connection)
                 let outcome = try store.compact(
-                    day: day, chunkOutlets: configuration.retention.compactChunkOutlets,
+                    day: day, chunkOutlets: pacer.firstChunk(maxOutlets: outlets),
                     pause: { busy in
                         yielded += try pacer.rest(
                             afterBusy: busy, ingestWait: { try store.ingestWait() },
-                            sleep: {
-                                Thread.sleep(forTimeInterval: $0); return false
+                            sleep: { seconds in
+                                Thread.sleep(forTimeInterval: seconds)
+                                return false
                             })
                     },
+                    resize: { pacer.nextChunk(outlets: $0, busy: $1, maxOutlets: outlets) },
                     progress: { progress in
                         if isatty(STDOUT_FILENO) == 1 {
                             print(

@@ -68,4 +68,24 @@ import Testing
         #expect(abs(waited - c.waited) < 1e-9)
         if c.yieldSeconds == 0 { #expect(asked == 0) }
     }
+
+    /// Chunks read by index are sized to the spell: from 1 outlet, at most doubling, down at once when a chunk ran
+    /// long, never under 1 nor over the configured outlets; chunks read in physical order (over 32) and a spell of 0
+    /// keep the configured outlets.
+    @Test(arguments: [
+        // spell, max, outlets, busy → next
+        (0.25, 32, 1, 0.05, 2), (0.25, 32, 2, 0.05, 4), (0.25, 32, 8, 0.05, 16), (0.25, 32, 16, 0.05, 32),
+        (0.25, 32, 32, 0.05, 32), (0.25, 32, 16, 0.5, 8), (0.25, 32, 16, 4, 1), (0.25, 32, 3, 0.25, 3),
+        (0.25, 32, 4, 0, 8), (0.25, 8, 8, 0.01, 8), (0, 32, 1, 5, 32), (0.25, 500, 500, 60, 500),
+    ])
+    func sizesChunksToTheSpell(_ c: (Double, Int, Int, Double, Int)) {
+        let pacer = CompactionPacer(duty: 0.5, yieldSeconds: 0.25, spellSeconds: c.0)
+        #expect(pacer.nextChunk(outlets: c.2, busy: c.3, maxOutlets: c.1) == c.4)
+    }
+
+    @Test func theFirstChunkIsOneOutletWhenSized() {
+        #expect(CompactionPacer(duty: 1, yieldSeconds: 0, spellSeconds: 0.25).firstChunk(maxOutlets: 32) == 1)
+        #expect(CompactionPacer(duty: 1, yieldSeconds: 0, spellSeconds: 0).firstChunk(maxOutlets: 32) == 32)
+        #expect(CompactionPacer(duty: 1, yieldSeconds: 0, spellSeconds: 0.25).firstChunk(maxOutlets: 500) == 500)
+    }
 }
