@@ -223,4 +223,46 @@ import Testing
         #expect((record["claims"] as? [String: Any])?["sub"] as? String == "mailto:ops@outletd.example")
         #expect(try Harness.scalar(url, "SELECT status || ' ' || attempts FROM alert_deliveries") == "sent 1")
     }
+
+    /// At least once, under one id: outletd killed (SIGKILL) while its webhook waits for the receiver's answer leaves
+    /// the delivery claimed; the next start sends it again once the claim's lease ends, with the same `webhook-id` and
+    /// body, so that the receiver can drop the copy; then it is recorded sent.
+    @Test func aDeliveryCutByKillDashNineIsSentAgainWithTheSameID() async throws {
+        let secret = "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let receiver = try await AlertReceiver("webhook", ["--secret", secret, "--hold-first", "120"])
+        let (url, ana, _) = try AlertStoreTests.setUp()
+        _ = try AlertStoreTests.set(url, .owner(ana), .offline, "a-1", .init())
+        _ = try AlertStoreTests.withStore(url) { store in
+            try store.addChannel(
+                .owner(ana), .init(kind: .webhook, target: receiver.url("/hook"), secret: secret), maxChannels: 10
+            ).get()
+        }
+        try AlertStoreTests.readings(url, "a-1", age: 600)
+        let configuration = try Harness.configuration(databaseURL: url)
+        let environment = [
+            "OUTLETD_ALERTS_INTERVAL_SECONDS": "1", "OUTLETD_ALERTS_WEBHOOK_ALLOW_PRIVATE": "true",
+            "OUTLETD_ALERTS_DELIVERY_LEASE_SECONDS": "10",
+        ]
+        let first = try OutletdProcess.start(configuration, extraEnvironment: environment)
+        defer { first.signal(SIGKILL) }
+        let held = try await receiver.records(atLeast: 1)
+        #expect(held.first?["held"] as? Bool == true)
+        first.signal(SIGKILL)
+        _ = try await first.waitForExit(timeout: 10)
+        #expect(try Harness.scalar(url, "SELECT status || ' ' || attempts FROM alert_deliveries") == "pending 1")
+
+        let second = try OutletdProcess.start(configuration, extraEnvironment: environment)
+        defer { second.signal(SIGKILL) }
+        let records = try await receiver.records(atLeast: 2)
+        try await Harness.waitUntil(timeout: 10, "the delivery recorded sent") {
+            (try? Harness.scalar(url, "SELECT status FROM alert_deliveries")) == "sent"
+        }
+        try await Task.sleep(for: .seconds(2))
+        #expect(try receiver.records().count == 2)
+        #expect(records.allSatisfy { $0["ok"] as? Bool == true }, "\(records)")
+        let ids = records.map { $0.header("webhook-id") }
+        #expect(ids[0] != nil && ids[0] == ids[1], "\(ids)")
+        #expect(records[0]["body"] as? String == records[1]["body"] as? String)
+        #expect(try Harness.scalar(url, "SELECT status || ' ' || attempts FROM alert_deliveries") == "sent 2")
+    }
 }
