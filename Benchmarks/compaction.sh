@@ -20,7 +20,7 @@
 # switches an appliance on and off (runs of zeros), has noise in every value, Shelly Gen1 gaps of five minutes.
 #
 #   Benchmarks/compaction.sh               OUTLETS (2000), MONTH_OUTLETS (20), RATE (20000), INGEST_OUTLETS (18000),
-#                                          MEASURE_SECONDS (20), SETTLE (15), DUTY (0.5), YIELD_MS (250),
+#                                          MEASURE_SECONDS (20), SETTLE (60), DUTY (0.5), YIELD_MS (250),
 #                                          SPELL_MS (250), CONFIG (release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +29,7 @@ month_outlets=${MONTH_OUTLETS:-20}
 rate=${RATE:-20000}
 ingest_outlets=${INGEST_OUTLETS:-18000}
 seconds=${MEASURE_SECONDS:-20}
-settle=${SETTLE:-15}
+settle=${SETTLE:-60}
 duty=${DUTY:-0.5}
 yield_ms=${YIELD_MS:-250}
 spell_ms=${SPELL_MS:-250}
