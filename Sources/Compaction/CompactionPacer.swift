@@ -12,7 +12,7 @@
 ///
 /// A chunk under way cannot be paused (it is one statement in PostgreSQL), and while it runs ingest has less of the
 /// machine: how long a chunk keeps busy is how far it can hold ingest up. So chunks read by index are sized to a
-/// busy spell of about `spellSeconds` (``nextChunk(outlets:busy:)``), up to the configured outlets.
+/// busy spell of about `spellSeconds` (``nextChunk(outlets:busy:maxOutlets:)``), up to the configured outlets.
 public struct CompactionPacer: Sendable {
     public var duty: Double
     public var yieldSeconds: Double
