@@ -96,16 +96,9 @@ import Testing
         let receiver = try await AlertReceiver("webhook", ["--secret", secret])
         let port = receiver.port
 
-        let (url, ana, _) = try AlertStoreTests.setUp()
-        _ = try AlertStoreTests.set(url, .owner(ana), .offline, "a-1", .init())
-        _ = try AlertStoreTests.withStore(url) { store in
-            try store.addChannel(
-                .owner(ana),
-                .init(kind: .webhook, target: "http://127.0.0.1:\(port)/hook", secret: secret, language: .ptBR),
-                maxChannels: 10
-            ).get()
-        }
-        try AlertStoreTests.readings(url, "a-1", age: 600)
+        let url = try Self.silentOutlet(
+            alertingThrough: .init(
+                kind: .webhook, target: "http://127.0.0.1:\(port)/hook", secret: secret, language: .ptBR))
         let daemon = try OutletdProcess.start(
             try Harness.configuration(databaseURL: url),
             extraEnvironment: ["OUTLETD_ALERTS_INTERVAL_SECONDS": "1", "OUTLETD_ALERTS_WEBHOOK_ALLOW_PRIVATE": "true"])
@@ -140,14 +133,8 @@ import Testing
             ], directory: directory)
         let port = receiver.port
 
-        let (url, ana, _) = try AlertStoreTests.setUp()
-        _ = try AlertStoreTests.set(url, .owner(ana), .offline, "a-1", .init())
-        _ = try AlertStoreTests.withStore(url) { store in
-            try store.addChannel(
-                .owner(ana), .init(kind: .email, target: "ana@example.com", language: .ptBR), maxChannels: 10
-            ).get()
-        }
-        try AlertStoreTests.readings(url, "a-1", age: 600)
+        let url = try Self.silentOutlet(
+            alertingThrough: .init(kind: .email, target: "ana@example.com", language: .ptBR))
         let daemon = try OutletdProcess.start(
             try Harness.configuration(databaseURL: url),
             extraEnvironment: [
@@ -189,19 +176,11 @@ import Testing
                 "--auth=" + Base64URL.encode(authSecret), "--vapid-key=" + vapid.publicKeyBase64URL,
             ], directory: directory)
 
-        let (url, ana, _) = try AlertStoreTests.setUp()
-        _ = try AlertStoreTests.set(url, .owner(ana), .offline, "a-1", .init())
-        _ = try AlertStoreTests.withStore(url) { store in
-            try store.addChannel(
-                .owner(ana),
-                .init(
-                    kind: .webpush, target: receiver.url("/push/ana"),
-                    p256dh: Base64URL.encode(browser.publicKey.x963Representation),
-                    auth: Base64URL.encode(authSecret), language: .ptBR),
-                maxChannels: 10
-            ).get()
-        }
-        try AlertStoreTests.readings(url, "a-1", age: 600)
+        let url = try Self.silentOutlet(
+            alertingThrough: .init(
+                kind: .webpush, target: receiver.url("/push/ana"),
+                p256dh: Base64URL.encode(browser.publicKey.x963Representation), auth: Base64URL.encode(authSecret),
+                language: .ptBR))
         let daemon = try OutletdProcess.start(
             try Harness.configuration(databaseURL: url),
             extraEnvironment: [
@@ -230,14 +209,8 @@ import Testing
     @Test func aDeliveryCutByKillDashNineIsSentAgainWithTheSameID() async throws {
         let secret = "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let receiver = try await AlertReceiver("webhook", ["--secret", secret, "--hold-first", "120"])
-        let (url, ana, _) = try AlertStoreTests.setUp()
-        _ = try AlertStoreTests.set(url, .owner(ana), .offline, "a-1", .init())
-        _ = try AlertStoreTests.withStore(url) { store in
-            try store.addChannel(
-                .owner(ana), .init(kind: .webhook, target: receiver.url("/hook"), secret: secret), maxChannels: 10
-            ).get()
-        }
-        try AlertStoreTests.readings(url, "a-1", age: 600)
+        let url = try Self.silentOutlet(
+            alertingThrough: .init(kind: .webhook, target: receiver.url("/hook"), secret: secret))
         let configuration = try Harness.configuration(databaseURL: url)
         let environment = [
             "OUTLETD_ALERTS_INTERVAL_SECONDS": "1", "OUTLETD_ALERTS_WEBHOOK_ALLOW_PRIVATE": "true",
@@ -264,5 +237,17 @@ import Testing
         #expect(ids[0] != nil && ids[0] == ids[1], "\(ids)")
         #expect(records[0]["body"] as? String == records[1]["body"] as? String)
         #expect(try Harness.scalar(url, "SELECT status || ' ' || attempts FROM alert_deliveries") == "sent 2")
+    }
+
+    /// A fresh database whose owner has an offline rule for `a-1`, which went silent 10 minutes ago, and one
+    /// channel, `spec`.
+    static func silentOutlet(alertingThrough spec: AlertChannelSpec) throws -> String {
+        let (url, ana, _) = try AlertStoreTests.setUp()
+        _ = try AlertStoreTests.set(url, .owner(ana), .offline, "a-1", .init())
+        _ = try AlertStoreTests.withStore(url) { store in
+            try store.addChannel(.owner(ana), spec, maxChannels: 10).get()
+        }
+        try AlertStoreTests.readings(url, "a-1", age: 600)
+        return url
     }
 }
