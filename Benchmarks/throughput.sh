@@ -26,7 +26,12 @@
 # Latency, the live method: outletd running, the simulator publishing at half of H for LIVE_SECONDS;
 # publish → commit = the row's commit time (track_commit_timestamp) − the reading's time, which the
 # simulator stamps when it publishes. Counted after the first WARM_SECONDS. Then the same at
-# LIVE_LOW_RATE (10,000/s), a rate this 2-core machine carries with room to spare.
+# LIVE_LOW_RATE (10,000/s), a rate this 2-core machine carries with room to spare, and at LIVE_HIGH_RATE
+# (40,000/s). The live capacity: the highest rate whose p99 stays within 100 ms, by bisection
+# (LIVE_CAPACITY_STEPS, 3, more live stages) between the highest rate measured within it and the lowest
+# beyond it (or H). Each process's µs of CPU per live reading (at H/2) beside its µs per drained reading
+# (CPU-s per million readings of the drain) and their ratio: what a fleet reporting live costs per reading
+# against a backlog (docs/CAPACITY.md).
 # outletd's CPU (user + system, from /proc) and peak RSS are over its drain, start-up included. The CPU
 # of every process of a stage (mosquitto, PostgreSQL's backends, the simulator…) is counted too: on
 # one machine the stages share the cores, and those figures say where each stage's time went. CPU per
@@ -34,7 +39,8 @@
 # (mosquitto + broker-ceiling in B, PostgreSQL in D's one COPY): where the pipeline spends more than the floor.
 #
 # Knobs: READINGS (1000000), ROUNDS (3), NAIVE_READINGS (100000), OUTLETS (10000 publishing), REGISTERED
-# (100000 registered), LIVE_SECONDS (20), WARM_SECONDS (3), LIVE_LOW_RATE (10000), DRAIN_TIMEOUT (per drain: 600 s, or READINGS / 5000 s when longer), CONFIG (release),
+# (100000 registered), LIVE_SECONDS (20), WARM_SECONDS (3), LIVE_LOW_RATE (10000), LIVE_HIGH_RATE (40000),
+# LIVE_CAPACITY_STEPS (3), DRAIN_TIMEOUT (per drain: 600 s, or READINGS / 5000 s when longer), CONFIG (release),
 # BENCH_DAEMON (another outletd binary to run as the daemon, e.g. an older build; the simulator stays
 # this tree's), SOAK_SECONDS (600), SOAK_RATE (1000), DAY_OUTLETS (100: the rollups' day of the bytes stage,
 # Benchmarks/bytes-per-reading.sh). Any outletd setting through its environment.
@@ -216,9 +222,9 @@ B=$(calc "round($B)") D=$(calc "round($D)") H=$(calc "round($H)") O=$(calc "roun
 
 half=$(( H / 2 ))
 # live RATE: outletd running, the simulator publishing RATE readings/s for LIVE_SECONDS. Sets `result`
-# to (stored_rate p50 p99 seconds outletd mosquitto postgresql simulator): the rate at which the
-# readings were stored, publish → commit in ms, the stage's wall time (first publish → last commit)
-# and the CPU-seconds each process used meanwhile.
+# to (stored_rate p50 p99 seconds outletd mosquitto postgresql simulator readings): the rate at which the
+# readings were stored, publish → commit in ms, the stage's wall time (first publish → last commit),
+# the CPU-seconds each process used meanwhile and the readings stored.
 live() {
     local rate=$1 base t0 readings rate_stored p50 p99 seconds cpu
     local -a before
@@ -240,16 +246,35 @@ live() {
                                    FROM $(samples_root) WHERE measured_at >= to_timestamp($t0 + $warm)) s")
     stop_outletd
     empty_tables
-    result=("$rate_stored" "$p50" "$p99" "$seconds" "${cpu[@]}")
+    result=("$rate_stored" "$p50" "$p99" "$seconds" "${cpu[@]}" "$readings")
 }
 echo "== live: outletd while the simulator publishes $half readings/s (H/2) for ${live_seconds} s" >&2
 live "$half"
-read -r live_rate p50 p99 live_wall cpu_o cpu_m cpu_p cpu_s <<<"${result[*]}"
+read -r live_rate p50 p99 live_wall cpu_o cpu_m cpu_p cpu_s live_readings <<<"${result[*]}"
 cores=$(calc "round(($cpu_o + $cpu_m + $cpu_p + $cpu_s) / $live_wall, 2)")
 low=${LIVE_LOW_RATE:-10000}
 echo "== live: outletd while the simulator publishes $low readings/s for ${live_seconds} s" >&2
 live "$low"
 read -r low_rate low_p50 low_p99 _ <<<"${result[*]}"
+high=${LIVE_HIGH_RATE:-40000}
+echo "== live: outletd while the simulator publishes $high readings/s for ${live_seconds} s" >&2
+live "$high"
+read -r high_rate high_p50 high_p99 _ <<<"${result[*]}"
+# The live capacity: bisection between the highest rate measured within 100 ms at p99 and the lowest beyond.
+within=0 beyond=$H
+for measured in "$half $p99" "$low $low_p99" "$high $high_p99"; do
+    read -r rate_asked rate_p99 <<<"$measured"
+    if (( rate_p99 <= 100 && rate_asked > within )); then within=$rate_asked; fi
+    if (( rate_p99 > 100 && rate_asked < beyond )); then beyond=$rate_asked; fi
+done
+for (( step = 0; step < ${LIVE_CAPACITY_STEPS:-3}; step++ )); do
+    (( beyond - within > 1000 )) || break
+    middle=$(( (within + beyond) / 2 / 1000 * 1000 ))
+    (( middle > within )) || break
+    echo "== live capacity: outletd while the simulator publishes $middle readings/s (p99 ≤ 100 ms between $within and $beyond)" >&2
+    live "$middle"
+    if (( ${result[2]} <= 100 )); then within=$middle; else beyond=$middle; fi
+done
 forget_session bench
 
 # python_drain COUNT [--batched]: the Python ingester drains a backlog of COUNT; prints its rate.
@@ -331,6 +356,16 @@ row "live at H/2: publish → commit p99 (ms)" "$p99" "≤ 100"
 row "live at H/2: CPU-s outletd/mosquitto/PG/simulator" "$cpu_o/$cpu_m/$cpu_p/$cpu_s" "in $live_wall s"
 row "live at H/2: cores the four used" "$cores" "of $(nproc)"
 row "live at $low/s: publish → commit p50 / p99 (ms)" "$low_p50 / $low_p99" "(stored at $low_rate/s)"
+row "live at $high/s: publish → commit p50 / p99 (ms)" "$high_p50 / $high_p99" "p99 ≤ 100 (stored at $high_rate/s)"
+row "live capacity: p99 ≤ 100 ms up to (readings/s)" "$within" "beyond it at $beyond/s; the drain's H: $H/s"
+echo
+# µs of CPU per reading: live at H/2 (the CPU-s over the readings stored) and drained (CPU-s per million readings).
+live_us() { calc "round($1 / $live_readings * 1e6, 1)"; }
+us_row() { printf '%-48s %12s %10s %12s   %s\n' "$1" "$2" "$3" "$(calc "round($2 / $3, 2)")" "${4:-}"; }
+printf '%-48s %12s %10s %12s   %s\n' "µs of CPU per reading" "live at H/2" drain "live/drain" target
+us_row "outletd" "$(live_us "$cpu_o")" "$cpu_per_million" "live ≤ 8 µs"
+us_row "mosquitto" "$(live_us "$cpu_m")" "$(median "${rounds_o_broker[@]}")"
+us_row "PostgreSQL" "$(live_us "$cpu_p")" "$(median "${rounds_o_pg[@]}")" "live/drain ≤ 1.5"
 echo
 echo "bytes on disk (Benchmarks/bytes-per-reading.sh):"
 echo "$bytes_samples" | sed 's/^/  /'
