@@ -54,6 +54,8 @@ struct JSONOutputEncoder {
             case let number as Int: content = .scalar(.integer(Int64(number)))
             case let number as Int64: content = .scalar(.integer(number))
             case let number as Int32: content = .scalar(.integer(Int64(number)))
+            case let figure as Measured: content = .scalar(.number(figure.value))
+            case let money as Money: content = .scalar(.decimal(money.text))
             default: try value.encode(to: NodeEncoder(node: self, codingPath: codingPath))
             }
         }

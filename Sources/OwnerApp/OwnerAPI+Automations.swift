@@ -273,21 +273,4 @@ extension OwnerAPI {
         if case .timer(let state, let at) = rule { return "\(state.rawValue) at \(localTimestamp(at, zone: zone))" }
         return rule.summary
     }
-
-    /// The outlet detail's `next_automation` and `last_automation`.
-    static func members(_ glance: OutletAutomationGlance?) -> [(String, JSONOutput)] {
-        let next = glance?.next.flatMap { record -> JSONOutput? in
-            guard let due = record.nextDueAt else { return nil }
-            var state: String?
-            if case .schedule(let value, _, _) = record.rule { state = value.rawValue }
-            if case .timer(let value, _) = record.rule { state = value.rawValue }
-            return .object([
-                ("automation_id", .integer(record.id)), ("kind", .string(record.rule.kind.rawValue)),
-                ("state", .optional(state)), ("summary", .string(summary(record.rule, zone: record.timeZone))),
-                ("at", .string(localTimestamp(due, zone: record.timeZone))),
-            ])
-        }
-        let last = glance?.last.map { AutomationFiringAnswer($0, zone: glance?.timeZone).jsonOutput }
-        return [("next_automation", next ?? .null), ("last_automation", last ?? .null)]
-    }
 }

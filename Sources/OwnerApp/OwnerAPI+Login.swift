@@ -27,9 +27,13 @@ extension OwnerAPI {
     }
 
     @Sendable func login(_ request: Request, context: OwnerRequestContext) async throws -> Response {
-        let body = try await Self.jsonObject(request, context: context)
-        let userName = try Self.text(body, "username", Self.userNameRule)
-        let password = try Self.secret(body, "password", maxBytes: Self.passwordMaxBytes)
+        let body = try await Self.decodeBody(
+            LoginBody.self, request, context: context, expectations: Self.strings(LoginBody.CodingKeys.self))
+        let userName = try Self.required(body.username, "username", Self.userNameRule)
+        guard let password = body.password else { throw HTTPError(.badRequest, message: "password: required") }
+        guard password.utf8.count <= Self.passwordMaxBytes else {
+            throw HTTPError(.badRequest, message: "password: at most \(Self.passwordMaxBytes) bytes")
+        }
         let address = context.clientAddress
         let keys = loginKeys(userName: userName, address: address)
         guard case .granted(let ticket) = loginLimiter.reserve(keys) else {
@@ -62,10 +66,8 @@ extension OwnerAPI {
             share.learn(token: token, userID: userID)
             loginLimiter.clear(keys[0].1)
             metrics.login("ok")
-            return JSONOutput.object([
-                ("token", .string(token)), ("expires_at", .string(JSONOutput.timestamp(expiresAt))),
-            ])
-            .response()
+            return try Self.answer(
+                LoginAnswer(token: token, expiresAt: JSONOutput.timestamp(expiresAt)), request, context: context)
         }
     }
 

@@ -146,7 +146,7 @@ public struct OwnerAPI: Sendable {
             throw HTTPError(.unauthorized)
         }
         share.learn(token: token, userID: session.userID)
-        return JSONOutput.array(outlets.map { .object(Self.members($0)) }).response()
+        return try Self.answer(outlets.map(OutletAnswer.init), request, context: context)
     }
 
     /// Claims an outlet by its code and the claim key on its label (or `CODE:KEY` in `code`, as a QR code on the
@@ -154,16 +154,18 @@ public struct OwnerAPI: Sendable {
     /// per owner and per client address (429 with `Retry-After`).
     @Sendable func claimOutlet(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let userID = try context.requireIdentity().session.userID
-        let body = try await Self.jsonObject(request, context: context)
-        var code = try Self.text(body, "code", OwnerText.Rule(maxScalars: 200, maxBytes: 200, allowsEmpty: false))
-        var keyText = try Self.optionalText(body, "claim_key", OwnerText.Rule(maxScalars: 64, maxBytes: 64))
+        let body = try await Self.decodeBody(
+            ClaimBody.self, request, context: context, expectations: Self.strings(ClaimBody.CodingKeys.self))
+        var code = try Self.required(
+            body.code, "code", OwnerText.Rule(maxScalars: 200, maxBytes: 200, allowsEmpty: false))
+        var keyText = try Self.checked(body.claimKey, "claim_key", OwnerText.Rule(maxScalars: 64, maxBytes: 64))
         if keyText == nil, let combined = ClaimKey.splitCombined(code) { (code, keyText) = combined }
         guard DeviceCode.isValid(code) else {
             metrics.claim("invalid")
             throw HTTPError(.badRequest, message: "code: 1–64 of A-Z a-z 0-9 _ -")
         }
-        let name = try Self.text(body, "name", Self.nameRule)
-        let description = try Self.optionalText(body, "description", Self.descriptionRule) ?? ""
+        let name = try Self.required(body.name, "name", Self.nameRule)
+        let description = try Self.checked(body.description, "description", Self.descriptionRule) ?? ""
         var key: String?
         if let keyText {
             guard let normalized = ClaimKey.normalized(keyText) else {
@@ -211,7 +213,7 @@ public struct OwnerAPI: Sendable {
         claimLimiter.forgive(ticket)
         costCache.forget(code: outlet.code)
         metrics.claim("claimed")
-        return JSONOutput.object(Self.members(outlet)).response(.created)
+        return try Self.answer(OutletAnswer(outlet), status: .created, request, context: context)
     }
 
     @Sendable func showOutlet(_ request: Request, context: OwnerRequestContext) async throws -> Response {
@@ -256,26 +258,24 @@ public struct OwnerAPI: Sendable {
         }
         guard let found else { throw HTTPError(.unauthorized) }
         guard let (detail, cost) = found else { throw Self.noOutlet(code) }
-        return JSONOutput.object(
-            Self.members(detail.outlet) + [
-                ("from", .string(JSONOutput.timestamp(detail.from))), ("to", .string(JSONOutput.timestamp(detail.to))),
-            ] + Self.members(detail.figures) + Self.members(cost) + Self.members(detail.automations)
-        ).response()
+        return try Self.answer(OutletDetailAnswer(detail, cost: cost), request, context: context)
     }
 
     @Sendable func updateOutlet(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let userID = try context.requireIdentity().session.userID
         let code = try Self.code(context)
-        let body = try await Self.jsonObject(request, context: context)
-        let name = try Self.optionalText(body, "name", Self.nameRule)
-        let description = try Self.optionalText(body, "description", Self.descriptionRule)
+        let body = try await Self.decodeBody(
+            OutletUpdateBody.self, request, context: context,
+            expectations: Self.strings(OutletUpdateBody.CodingKeys.self))
+        let name = try Self.checked(body.name, "name", Self.nameRule)
+        let description = try Self.checked(body.description, "description", Self.descriptionRule)
         guard
             let outlet = try await database.run({
                 try $0.update(userID: userID, code: code, name: name, description: description)
             })
         else { throw Self.noOutlet(code) }
         costCache.forget(code: code)
-        return JSONOutput.object(Self.members(outlet)).response()
+        return try Self.answer(OutletAnswer(outlet), request, context: context)
     }
 
     @Sendable func releaseOutlet(_ request: Request, context: OwnerRequestContext) async throws -> Response {
@@ -298,14 +298,7 @@ public struct OwnerAPI: Sendable {
         }
         guard let found else { throw HTTPError(.unauthorized) }
         guard let (day, hours) = found else { throw Self.noOutlet(code) }
-        let rows = hours.map { hour -> JSONOutput in
-            .object(
-                [("hour", .integer(Int64(hour.hour)))] + Self.members(hour.figures) + [("cost", .money(hour.cost))])
-        }
-        return JSONOutput.object([
-            ("date", .string(day.date)), ("timezone", .string(day.timeZone)), ("hours", .array(rows)),
-        ])
-        .response()
+        return try Self.answer(HourlyAnswer(day, hours), request, context: context)
     }
 
     // MARK: Switching
@@ -313,8 +306,9 @@ public struct OwnerAPI: Sendable {
     @Sendable func switchOutlet(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let session = try context.requireIdentity().session
         let code = try Self.code(context)
-        let body = try await Self.jsonObject(request, context: context)
-        let text = try Self.text(body, "state", OwnerText.Rule(maxScalars: 16, maxBytes: 16))
+        let body = try await Self.decodeBody(
+            SwitchBody.self, request, context: context, expectations: Self.strings(SwitchBody.CodingKeys.self))
+        let text = try Self.required(body.state, "state", OwnerText.Rule(maxScalars: 16, maxBytes: 16))
         guard let requested = SwitchRequestValue(rawValue: text) else {
             throw HTTPError(.badRequest, message: "state: must be on, off or toggle")
         }
@@ -324,7 +318,7 @@ public struct OwnerAPI: Sendable {
                     userID: session.userID, userName: session.userName, code: code, requested: requested)
             })
         else { throw Self.noOutlet(code) }
-        return JSONOutput.object(Self.members(command)).response(.accepted)
+        return try Self.answer(CommandAnswer(command), status: .accepted, request, context: context)
     }
 
     /// A command the caller made in the app; any other id is a 404.
@@ -334,23 +328,13 @@ public struct OwnerAPI: Sendable {
         guard text.utf8.count <= 19, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let id = Int64(text),
             id > 0, let command = try await database.run({ try $0.command(userID: userID, id: id) })
         else { throw HTTPError(.notFound, message: "no such command") }
-        return JSONOutput.object(Self.members(command)).response()
+        return try Self.answer(CommandAnswer(command), request, context: context)
     }
 
     // MARK: Shapes
 
-    static func members(_ outlet: OwnedOutlet) -> [(String, JSONOutput)] {
-        [
-            ("code", .string(outlet.code)), ("name", .string(outlet.name)),
-            ("description", .string(outlet.description)),
-            ("online", .optional(outlet.online)), ("state", .optional(outlet.state?.rawValue)),
-            ("power_watts", .optional(outlet.powerWatts)), ("updated_at", .optional(outlet.updatedAt)),
-            ("timezone", .string(outlet.timeZone)),
-        ]
-    }
-
-    /// `outlet` as `members(_ outlet:)` shapes it, written straight into `buffer`: each live event
-    /// carries its owner's outlets this way, without a tree of values (and its strings and arrays) per event.
+    /// `outlet` as ``OutletAnswer`` encodes it, written straight into `buffer`: each live event carries its owner's
+    /// outlets this way, without a tree of values (and its strings and arrays) per outlet per event.
     static func write(_ outlet: OwnedOutlet, to buffer: inout ByteBuffer) {
         buffer.writeStaticString("{\"code\":")
         JSONOutput.writeString(outlet.code, to: &buffer)
@@ -369,27 +353,5 @@ public struct OwnerAPI: Sendable {
         buffer.writeStaticString(",\"timezone\":")
         JSONOutput.writeString(outlet.timeZone, to: &buffer)
         buffer.writeInteger(UInt8(ascii: "}"))
-    }
-
-    static func members(_ figures: OwnedOutletFigures) -> [(String, JSONOutput)] {
-        [
-            ("average_power_watts", .optional(figures.averagePowerWatts)),
-            ("peak_power_watts", .optional(figures.peakPowerWatts)), ("energy_wh", .optional(figures.energyWattHours)),
-        ]
-    }
-
-    /// Money as exact decimals with six places (round to the currency's minor unit where it is shown).
-    static func members(_ cost: OwnedOutletCost) -> [(String, JSONOutput)] {
-        [
-            ("cost", .money(cost.cost)), ("currency", .optional(cost.currency)),
-            ("month_to_date_cost", .money(cost.monthToDateCost)),
-            ("projected_month_cost", .money(cost.projectedMonthCost)),
-            ("standby_watts", .optional(cost.standbyWatts)), ("standby_month_cost", .money(cost.standbyMonthCost)),
-        ]
-    }
-
-    static func members(_ command: OwnedCommand) -> [(String, JSONOutput)] {
-        [("command_id", .integer(command.id)), ("status", .string(command.status.rawValue))]
-            + (command.reason.map { [("reason", JSONOutput.string($0))] } ?? [])
     }
 }

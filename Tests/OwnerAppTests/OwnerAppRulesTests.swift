@@ -58,7 +58,7 @@ struct OwnerAppRulesTests {
                 == "{\(jsonString(text)):[\(jsonString(text)),null,-3]}")
     }
 
-    /// A live event writes each outlet straight into its buffer: byte for byte what the list route's members give.
+    /// A live event writes each outlet straight into its buffer: byte for byte what the list route's answer gives.
     @Test(arguments: [
         OwnedOutlet(
             code: "sim-0001", name: "Fridge", description: "", online: true, state: .on, powerWatts: 95.25,
@@ -73,10 +73,10 @@ struct OwnerAppRulesTests {
             code: "y", name: "n", description: "d", online: true, state: .on, powerWatts: -0.0004,
             updatedAt: Date(timeIntervalSince1970: 1_795_000_000.9996), timeZone: "UTC"),
     ])
-    func outletJSONIsWrittenAsItsMembersAre(_ outlet: OwnedOutlet) {
+    func outletJSONIsWrittenAsItsAnswerIs(_ outlet: OwnedOutlet) throws {
         var buffer = ByteBuffer()
         OwnerAPI.write(outlet, to: &buffer)
-        #expect(String(buffer: buffer) == JSONOutput.object(OwnerAPI.members(outlet)).text)
+        #expect(String(buffer: buffer) == (try JSONOutputEncoder().encode(OutletAnswer(outlet)).text))
     }
 
     @Test func liveEventCarriesTheListAsOneLineOfData() throws {
@@ -89,7 +89,7 @@ struct OwnerAppRulesTests {
                 timeZone: "UTC"),
         ]
         let at = Date(timeIntervalSince1970: 1_795_000_000.123)
-        let list = JSONOutput.array(outlets.map { .object(OwnerAPI.members($0)) }).text
+        let list = try JSONOutputEncoder().encode(outlets.map(OutletAnswer.init)).text
         let data = "{\"at\":\"\(JSONOutput.timestamp(at))\",\"outlets\":\(list)}"
         let expected = "id: 1795000000123\nevent: outlets\ndata: \(data)\n\n"
         #expect(String(buffer: LiveHub.event(outlets, LiveHub.Stamp(at))) == expected)
