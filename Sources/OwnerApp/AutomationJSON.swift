@@ -215,9 +215,6 @@ struct AutomationFiringAnswer: Encodable, Sendable, Equatable {
         try container.encode(commandID, forKey: .commandID)
         try container.encode(commandStatus, forKey: .commandStatus)
     }
-
-    /// The same answer inside one still written as ``JSONOutput`` (the outlet detail's `last_automation`).
-    var jsonOutput: JSONOutput { (try? JSONOutputEncoder().encode(self)) ?? .null }
 }
 
 extension OwnerAPI {

@@ -66,42 +66,6 @@ extension OwnerAPI {
         return mediaType.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
     }
 
-    /// A string member that must be there.
-    static func text(_ body: [String: JSONValue], _ field: String, _ rule: OwnerText.Rule) throws -> String {
-        guard let value = try optionalText(body, field, rule) else {
-            throw HTTPError(.badRequest, message: "\(field): required")
-        }
-        return value
-    }
-
-    /// A string member checked against `rule`, or nil when absent or null.
-    static func optionalText(_ body: [String: JSONValue], _ field: String, _ rule: OwnerText.Rule) throws -> String? {
-        guard let text = try optionalString(body, field) else { return nil }
-        if let problem = OwnerText.problem(text, rule) {
-            throw HTTPError(.badRequest, message: "\(field): \(problem)")
-        }
-        return text
-    }
-
-    /// A string member of any content (a password), at most `maxBytes`.
-    static func secret(_ body: [String: JSONValue], _ field: String, maxBytes: Int) throws -> String {
-        guard let text = try optionalString(body, field) else {
-            throw HTTPError(.badRequest, message: "\(field): required")
-        }
-        guard text.utf8.count <= maxBytes else {
-            throw HTTPError(.badRequest, message: "\(field): at most \(maxBytes) bytes")
-        }
-        return text
-    }
-
-    private static func optionalString(_ body: [String: JSONValue], _ field: String) throws -> String? {
-        guard let value = body[field], !value.isNull else { return nil }
-        guard case .string(let text) = value else {
-            throw HTTPError(.badRequest, message: "\(field): expected a string, got \(value.typeName)")
-        }
-        return text
-    }
-
     /// Query parameter `name` as an RFC 3339 instant (`2026-11-25T03:00:00Z`) in years 1970–9999, nil when absent.
     static func instant(_ request: Request, _ name: String) throws -> Date? {
         guard let text = request.uri.queryParameters[name[...]] else { return nil }
