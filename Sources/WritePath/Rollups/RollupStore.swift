@@ -185,22 +185,26 @@ public struct RollupStore {
         var description: String { "no device \(code) is registered" }
     }
 
+    /// ``rebuildTargets(since:code:)``'s query: $1 since, $2 one outlet's code or null. (`bounds` is materialized:
+    /// a sub-select in samples_between's arguments would keep PostgreSQL from inlining it, and each outlet's call
+    /// would be planned and run on its own, 12 ms instead of 0.01 ms an outlet.)
+    static let rebuildTargetsSQL = """
+        WITH bounds AS MATERIALIZED (
+            SELECT date_trunc('minute', greatest($1::timestamptz, (SELECT min(starts_at) FROM sample_partitions)), 'UTC') AS from_at
+        )
+        SELECT d.id, d.code, b.from_at,
+               greatest((SELECT max(measured_at) FROM samples_between(ARRAY[d.id], b.from_at, 'infinity')),
+                        (SELECT max(bucket_start) FROM power_rollups_minute m
+                         WHERE m.device_id = d.id AND m.bucket_start >= b.from_at)) + interval '1 minute'
+        FROM devices d CROSS JOIN bounds b
+        WHERE $2::text IS NULL OR d.code = $2
+        ORDER BY d.code
+        """
+
     /// Where a rebuild from `since` works, per outlet (one outlet when `code` is given). Raw
     /// samples older than the oldest partition are gone, so their minutes are left as they are.
     public func rebuildTargets(since: Date, code: String?) throws -> [RebuildTarget] {
-        let result = try connection.execute(
-            """
-            WITH bounds AS (
-                SELECT date_trunc('minute', greatest($1::timestamptz, (SELECT min(starts_at) FROM sample_partitions)), 'UTC') AS from_at
-            )
-            SELECT d.id, d.code, b.from_at,
-                   greatest((SELECT max(measured_at) FROM samples_between(ARRAY[d.id], b.from_at, 'infinity')),
-                            (SELECT max(bucket_start) FROM power_rollups_minute m
-                             WHERE m.device_id = d.id AND m.bucket_start >= b.from_at)) + interval '1 minute'
-            FROM devices d CROSS JOIN bounds b
-            WHERE $2::text IS NULL OR d.code = $2
-            ORDER BY d.code
-            """, [since, code])
+        let result = try connection.execute(Self.rebuildTargetsSQL, [since, code])
         if let code, result.rowCount == 0 { throw UnknownDevice(code: code) }
         return try (0..<result.rowCount).compactMap { row in
             guard let id = try result.int64(row: row, column: 0), let from = try result.date(row: row, column: 2) else {
