@@ -214,7 +214,18 @@ int main(int argc, char **argv) {
             Connection *c = &connections[index];
             ssize_t n = read(c->fd, c->buffer + c->filled, BUFFER - 1 - c->filled);
             if (n == 0 || (n < 0 && errno != EAGAIN)) {
-                fprintf(stderr, "loadgen: the server closed a connection\n");
+                if (!c->busy) {
+                    // An idle connection the server closed, as it may (no first request within
+                    // app.header_timeout_seconds: the idle stack reuses its top, so the bottom can wait that
+                    // long; or app.idle_timeout_seconds): opened again, as a browser would.
+                    epoll_ctl(poll, EPOLL_CTL_DEL, c->fd, NULL);
+                    close(c->fd);
+                    c->fd = connectTo(host, port);
+                    struct epoll_event event = {.events = EPOLLIN, .data.u32 = (uint32_t)index};
+                    epoll_ctl(poll, EPOLL_CTL_ADD, c->fd, &event);
+                    continue;
+                }
+                fprintf(stderr, "loadgen: the server closed a connection with a request on it\n");
                 return 1;
             }
             if (n < 0) continue;
