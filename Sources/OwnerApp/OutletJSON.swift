@@ -293,6 +293,8 @@ struct LoginBody: Decodable, Sendable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case username, password
     }
+
+    static let expectations = OwnerAPI.strings(CodingKeys.self)
 }
 
 struct ClaimBody: Decodable, Sendable {
@@ -305,6 +307,8 @@ struct ClaimBody: Decodable, Sendable {
         case code, name, description
         case claimKey = "claim_key"
     }
+
+    static let expectations = OwnerAPI.strings(CodingKeys.self)
 }
 
 struct OutletUpdateBody: Decodable, Sendable {
@@ -314,6 +318,8 @@ struct OutletUpdateBody: Decodable, Sendable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case name, description
     }
+
+    static let expectations = OwnerAPI.strings(CodingKeys.self)
 }
 
 struct SwitchBody: Decodable, Sendable {
@@ -322,10 +328,12 @@ struct SwitchBody: Decodable, Sendable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case state
     }
+
+    static let expectations = OwnerAPI.strings(CodingKeys.self)
 }
 
 extension OwnerAPI {
-    /// What a member of every string body must be, for ``decodeBody(_:_:context:expectations:)``'s refusals.
+    /// What each member of a body of strings must be, for ``decodeBody(_:_:context:expectations:)``'s refusals.
     static func strings<Key: CodingKey & CaseIterable>(_ keys: Key.Type) -> [String: String] {
         Dictionary(uniqueKeysWithValues: keys.allCases.map { ($0.stringValue, "a string") })
     }

@@ -28,7 +28,7 @@ extension OwnerAPI {
 
     @Sendable func login(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let body = try await Self.decodeBody(
-            LoginBody.self, request, context: context, expectations: Self.strings(LoginBody.CodingKeys.self))
+            LoginBody.self, request, context: context, expectations: LoginBody.expectations)
         let userName = try Self.required(body.username, "username", Self.userNameRule)
         guard let password = body.password else { throw HTTPError(.badRequest, message: "password: required") }
         guard password.utf8.count <= Self.passwordMaxBytes else {

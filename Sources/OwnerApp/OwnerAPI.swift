@@ -155,7 +155,7 @@ public struct OwnerAPI: Sendable {
     @Sendable func claimOutlet(_ request: Request, context: OwnerRequestContext) async throws -> Response {
         let userID = try context.requireIdentity().session.userID
         let body = try await Self.decodeBody(
-            ClaimBody.self, request, context: context, expectations: Self.strings(ClaimBody.CodingKeys.self))
+            ClaimBody.self, request, context: context, expectations: ClaimBody.expectations)
         var code = try Self.required(
             body.code, "code", OwnerText.Rule(maxScalars: 200, maxBytes: 200, allowsEmpty: false))
         var keyText = try Self.checked(body.claimKey, "claim_key", OwnerText.Rule(maxScalars: 64, maxBytes: 64))
@@ -266,7 +266,7 @@ public struct OwnerAPI: Sendable {
         let code = try Self.code(context)
         let body = try await Self.decodeBody(
             OutletUpdateBody.self, request, context: context,
-            expectations: Self.strings(OutletUpdateBody.CodingKeys.self))
+            expectations: OutletUpdateBody.expectations)
         let name = try Self.checked(body.name, "name", Self.nameRule)
         let description = try Self.checked(body.description, "description", Self.descriptionRule)
         guard
@@ -307,7 +307,7 @@ public struct OwnerAPI: Sendable {
         let session = try context.requireIdentity().session
         let code = try Self.code(context)
         let body = try await Self.decodeBody(
-            SwitchBody.self, request, context: context, expectations: Self.strings(SwitchBody.CodingKeys.self))
+            SwitchBody.self, request, context: context, expectations: SwitchBody.expectations)
         let text = try Self.required(body.state, "state", OwnerText.Rule(maxScalars: 16, maxBytes: 16))
         guard let requested = SwitchRequestValue(rawValue: text) else {
             throw HTTPError(.badRequest, message: "state: must be on, off or toggle")
